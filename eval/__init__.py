@@ -1,0 +1,1 @@
+"""The threshold-evaluation harness (installed as powercontext.eval)."""

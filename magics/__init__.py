@@ -1,0 +1,1 @@
+"""%pcmem IPython magics and widgets (installed as powercontext.magics)."""

@@ -1,0 +1,45 @@
+"""PowerContext: durable, versioned memory for coding agents.
+
+    import powercontext as pc
+    svc = await pc.open("memory.db")
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    ArtifactNotFoundError,
+    BackendUnavailableError,
+    CapabilityNotSupportedError,
+    InvalidCitationError,
+    InvalidMemoryRequestError,
+    InvalidRuntimeRequestError,
+    MemoryEntryNotFoundError,
+    PowerContextError,
+    RevisionConflictError,
+    SourceConflictError,
+)
+from .memory.admission import AdmissionPolicy
+from .memory.service import MemoryService
+from .model import (
+    ArtifactRef,
+    ContentSource,
+    EmbeddingProfile,
+    MemoryChange,
+    MemoryCitation,
+    MemoryEntryInput,
+    MemoryEntryVersion,
+    MemoryHit,
+    MemoryRevision,
+    MemorySearchResult,
+    Source,
+)
+from .opening import open
+
+__all__ = [
+    "AdmissionPolicy", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
+    "CapabilityNotSupportedError", "ContentSource", "EmbeddingProfile", "InvalidCitationError",
+    "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MemoryChange", "MemoryCitation",
+    "MemoryEntryInput", "MemoryEntryNotFoundError", "MemoryEntryVersion", "MemoryHit",
+    "MemoryRevision", "MemorySearchResult", "MemoryService", "PowerContextError",
+    "RevisionConflictError", "Source", "SourceConflictError", "open",
+]

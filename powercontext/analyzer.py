@@ -1,0 +1,138 @@
+"""Analyzer v1: the one function that turns text into search terms.
+
+The same function produces the stored ``searchable_text`` and the query terms, so the
+database full-text engines only ever see space-separated, ASCII-safe or letter-only
+tokens and never raw user input:
+
+* NFC, then Unicode case folding;
+* Latin diacritics are folded (``café`` → ``cafe``): OceanBase's collation matches
+  accent-insensitively and FTS5 (configured with ``remove_diacritics 0``) would not, so
+  folding here keeps both databases on identical terms;
+* a token is a maximal run of letters, marks, digits or private-use characters; every
+  other character (punctuation, symbols, spaces, ``_``) separates tokens — except that
+  a word that already is a CJK token (``u_4e2d``, ``b_4e2d_6587``, naming real CJK
+  code points) stays whole, so analyzing stored ``searchable_text`` again is a fixed
+  point (``ob_hnsw_ef`` still splits into ``ob hnsw ef``);
+* runs of CJK ideographs become unigrams ``u_4e2d`` and adjacent-pair bigrams
+  ``b_4e2d_6587`` (so ``中文`` → ``u_4e2d u_6587 b_4e2d_6587``);
+* English stop words are dropped: OceanBase's full-text parser has a built-in stop
+  list that cannot be disabled, so the analyzer removes the same words for both
+  databases and admission counts identical terms on both;
+* tokens longer than ``MAX_TOKEN_CHARS`` (hashes, base64 blobs) are dropped: they are
+  not what people search for, and index engines cap token length differently.
+
+Changing any rule here changes stored ``searchable_text``: bump ``ANALYZER_VERSION`` and
+rebuild the projections (``svc.rebuild_projections()``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+ANALYZER_VERSION = "v1"
+MAX_TOKEN_CHARS = 64
+
+# The default stop list of the OceanBase/MySQL full-text parser (measured on seekdb:
+# these words are never indexed there), applied to both databases for parity.
+STOPWORDS = frozenset(
+    """a about an are as at be by com de en for from how i in is it la of on or that
+    the this to was what when where who will with und www""".split()
+)
+
+_CJK_RANGES = (
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0x20000, 0x2FA1F),
+)
+
+
+def is_cjk(ch: str) -> bool:
+    cp = ord(ch)
+    return any(lo <= cp <= hi for lo, hi in _CJK_RANGES)
+
+
+def _is_token_char(ch: str) -> bool:
+    cat = unicodedata.category(ch)
+    return cat[0] in "LNM" or cat == "Co" or ch == "_"
+
+
+_CJK_TOKEN = re.compile(r"u_([0-9a-f]{4,5})|b_([0-9a-f]{4,5})_([0-9a-f]{4,5})")
+
+
+def _split_word(word: str) -> list[str]:
+    """Underscores separate words unless the word is itself a CJK analyzer token."""
+    match = _CJK_TOKEN.fullmatch(word)
+    if match and all(is_cjk(chr(int(g, 16))) for g in match.groups() if g):
+        return [word]
+    return [part for part in word.split("_") if part]
+
+
+def _fold_latin_diacritics(text: str) -> str:
+    decomposed = unicodedata.normalize("NFD", text)
+    out: list[str] = []
+    base_is_latin = False
+    for ch in decomposed:
+        if unicodedata.category(ch) == "Mn" and base_is_latin:
+            continue
+        base_is_latin = ord(ch) < 0x0250 or 0x1E00 <= ord(ch) <= 0x1EFF
+        out.append(ch)
+    return unicodedata.normalize("NFC", "".join(out))
+
+
+def _cjk_tokens(run: str) -> list[str]:
+    tokens = [f"u_{ord(c):04x}" for c in run]
+    tokens += [f"b_{ord(a):04x}_{ord(b):04x}" for a, b in zip(run, run[1:])]
+    return tokens
+
+
+def tokens(text: str) -> list[str]:
+    """Every analyzer token of ``text`` in order of appearance (duplicates kept)."""
+    text = _fold_latin_diacritics(unicodedata.normalize("NFC", text).casefold())
+    out: list[str] = []
+    word: list[str] = []
+    cjk: list[str] = []
+
+    def flush_word() -> None:
+        if word:
+            for token in _split_word("".join(word)):
+                if token not in STOPWORDS and len(token) <= MAX_TOKEN_CHARS:
+                    out.append(token)
+            word.clear()
+
+    def flush_cjk() -> None:
+        if cjk:
+            out.extend(_cjk_tokens("".join(cjk)))
+            cjk.clear()
+
+    for ch in text:
+        if is_cjk(ch):
+            flush_word()
+            cjk.append(ch)
+        elif _is_token_char(ch):
+            flush_cjk()
+            word.append(ch)
+        else:
+            flush_word()
+            flush_cjk()
+    flush_word()
+    flush_cjk()
+    return out
+
+
+def searchable_text(text: str) -> str:
+    """What the full-text projection stores: analyzer tokens joined by single spaces."""
+    return " ".join(tokens(text))
+
+
+def query_terms(text: str) -> tuple[str, ...]:
+    """Distinct analyzer terms of a query, in first-appearance order. Admission
+    counts coverage over exactly these terms."""
+    return tuple(dict.fromkeys(tokens(text)))
+
+
+def fts5_match_expression(terms: tuple[str, ...]) -> str:
+    """An FTS5 MATCH expression: each term double-quoted (a string, never syntax),
+    joined with OR. Terms come from the analyzer, so they contain no quotes."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -1,0 +1,373 @@
+"""Embedded SQLite backend: apsw, FTS5, sqlite-vec ``vec0`` (the RFC's "Vec1").
+
+Only SQL and the driver live here; every domain rule is in ``base.py``. One
+connection, used from one worker thread, with WAL and a busy timeout so that other
+processes can share the file; writes use ``BEGIN IMMEDIATE`` so the head CAS never
+races a second writer on the same connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import struct
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import apsw
+
+from ..errors import BackendUnavailableError
+from ..model import EmbeddingProfile
+from .base import DatabaseMemoryBackend
+from .. import analyzer
+
+MIN_SQLITE = (3, 38, 0)
+SCHEMA_VERSION = "1"
+BUSY_TIMEOUT_MS = 10_000
+# Analyzer tokens are runs of letters, marks, digits and private-use characters, or
+# u_/b_ CJK tokens: FTS5 must keep exactly those whole (``_`` included) and must not
+# fold diacritics on its own, so that its tokens equal analyzer.tokens() split.
+FTS_TOKENIZE = "unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'"
+
+_CORE_DDL = f"""
+CREATE TABLE IF NOT EXISTS powercontext_schema (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS sources (
+    name TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL,
+    payload TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS artifact_revisions (
+    artifact_id TEXT NOT NULL,
+    revision INTEGER NOT NULL,
+    family TEXT NOT NULL,
+    content TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    lineage TEXT NOT NULL,
+    PRIMARY KEY (artifact_id, revision)
+);
+CREATE TABLE IF NOT EXISTS artifact_heads (
+    artifact_id TEXT PRIMARY KEY,
+    revision INTEGER NOT NULL,
+    FOREIGN KEY (artifact_id, revision) REFERENCES artifact_revisions (artifact_id, revision)
+);
+CREATE TABLE IF NOT EXISTS memory_entry_versions (
+    memory_artifact_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    entry_version_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    previous_version_id TEXT,
+    kind TEXT NOT NULL,
+    text TEXT NOT NULL,
+    source_refs TEXT NOT NULL,
+    artifact_refs TEXT NOT NULL,
+    entry_content_hash TEXT NOT NULL,
+    created_in_revision INTEGER NOT NULL,
+    PRIMARY KEY (entry_version_id),
+    UNIQUE (memory_artifact_id, entry_id, version),
+    UNIQUE (memory_artifact_id, entry_id, entry_version_id),
+    FOREIGN KEY (previous_version_id) REFERENCES memory_entry_versions (entry_version_id),
+    FOREIGN KEY (memory_artifact_id, created_in_revision)
+        REFERENCES artifact_revisions (artifact_id, revision)
+);
+CREATE INDEX IF NOT EXISTS idx_memory_entry_versions_hash
+    ON memory_entry_versions (memory_artifact_id, entry_content_hash);
+CREATE TABLE IF NOT EXISTS memory_entry_heads (
+    projection_id INTEGER PRIMARY KEY,
+    memory_artifact_id TEXT NOT NULL,
+    head_revision INTEGER NOT NULL,
+    entry_id TEXT NOT NULL,
+    entry_version_id TEXT NOT NULL,
+    entry_content_hash TEXT NOT NULL,
+    searchable_text TEXT NOT NULL,
+    UNIQUE (memory_artifact_id, entry_id),
+    FOREIGN KEY (memory_artifact_id, entry_id, entry_version_id)
+        REFERENCES memory_entry_versions (memory_artifact_id, entry_id, entry_version_id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_entry_search_fts USING fts5(
+    searchable_text,
+    tokenize="{FTS_TOKENIZE}"
+);
+"""
+
+_VECTOR_DDL = """
+CREATE TABLE IF NOT EXISTS memory_entry_vector_metadata (
+    projection_id INTEGER PRIMARY KEY,
+    entry_version_id TEXT NOT NULL,
+    entry_content_hash TEXT NOT NULL,
+    embedding_content_hash TEXT NOT NULL,
+    UNIQUE (entry_version_id),
+    FOREIGN KEY (projection_id) REFERENCES memory_entry_heads (projection_id) ON DELETE CASCADE
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_entry_search_vector USING vec0(embedding float[{dimension}]);
+"""
+
+
+def _float32(values: Sequence[float]) -> bytes:
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+class SQLiteMemoryBackend(DatabaseMemoryBackend):
+    name = "sqlite"
+    max_workers = 1
+
+    def __init__(self, path: str | Path, embedding_profile: EmbeddingProfile | None = None) -> None:
+        super().__init__(embedding_profile)
+        self.path = str(path)
+        version = tuple(int(p) for p in apsw.sqlite_lib_version().split(".")[:3])
+        if version < MIN_SQLITE:
+            raise BackendUnavailableError(
+                f"SQLite {apsw.sqlite_lib_version()} is too old: PowerContext needs 3.38.0+ (FTS5 and vec0 APIs)"
+            )
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        # The connection is created and used only on the worker thread.
+        self._executor.submit(self._open_sync).result()
+
+    def _open_sync(self) -> None:
+        try:
+            con = apsw.Connection(self.path)
+        except apsw.Error as exc:
+            raise BackendUnavailableError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+        con.set_busy_timeout(BUSY_TIMEOUT_MS)
+        cur = con.cursor()
+        if self.path != ":memory:":
+            cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA foreign_keys=ON")
+        self._con = con
+        self._vector_tables = False
+        self._load_vec()
+        with self._transaction(write=True) as tx:
+            tx.execute(_CORE_DDL)
+            stored = dict(tx.execute("SELECT key, value FROM powercontext_schema").fetchall())
+            if not stored:
+                tx.execute(
+                    "INSERT INTO powercontext_schema (key, value) VALUES ('schema_version', ?), ('analyzer', ?)",
+                    (SCHEMA_VERSION, analyzer.ANALYZER_VERSION),
+                )
+            elif stored.get("analyzer") != analyzer.ANALYZER_VERSION:
+                raise BackendUnavailableError(
+                    f"{self.path} was indexed with analyzer {stored.get('analyzer')}, this library uses "
+                    f"{analyzer.ANALYZER_VERSION}: run rebuild_projections() after a migration"
+                )
+            self._adopt_profile(tx, stored.get("embedding_profile"))
+        self._probe_fts()
+
+    def _load_vec(self) -> None:
+        try:
+            import sqlite_vec
+
+            self._con.enable_load_extension(True)
+            self._con.load_extension(sqlite_vec.loadable_path())
+            self._con.enable_load_extension(False)
+            self._vec_loaded = True
+        except Exception:  # the extension is optional until a profile needs it
+            self._vec_loaded = False
+
+    def _adopt_profile(self, tx: Any, stored: str | None) -> None:
+        """The embedding profile is fixed with the schema. A database created without
+        one may adopt one once; a different profile is refused."""
+        profile = self.embedding_profile
+        if stored is not None:
+            self._vector_tables = True
+            if profile is not None and json.loads(stored) != profile.to_canonical():
+                raise BackendUnavailableError(
+                    f"{self.path} was created for embedding profile {json.loads(stored)['profile_id']!r} "
+                    f"({json.loads(stored)['dimension']} dims); it cannot be opened with {profile.profile_id!r} "
+                    f"({profile.dimension} dims). Changing the profile needs an offline migration and rebuild."
+                )
+            if not self._vec_loaded:
+                raise BackendUnavailableError("this database has a vector projection but sqlite-vec could not be loaded")
+            return
+        if profile is None:
+            return
+        if not self._vec_loaded:
+            raise BackendUnavailableError("sqlite-vec could not be loaded: install the sqlite-vec package")
+        tx.execute(_VECTOR_DDL.format(dimension=int(profile.dimension)))
+        tx.execute(
+            "INSERT INTO powercontext_schema (key, value) VALUES ('embedding_profile', ?)",
+            (json.dumps(profile.to_canonical(), sort_keys=True),),
+        )
+        self._vector_tables = True
+
+    def _probe_fts(self) -> None:
+        """Capability comes from a real round trip, not from compile options."""
+        with self._transaction(write=True) as tx:
+            tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (-1, 'u_4e2d probe')")
+            hit = tx.execute(
+                "SELECT rowid FROM memory_entry_search_fts WHERE memory_entry_search_fts MATCH ?", ('"u_4e2d"',)
+            ).fetchall()
+            tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = -1")
+        if hit != [(-1,)]:
+            raise BackendUnavailableError("FTS5 probe failed: analyzer tokens are not indexed whole")
+
+    # ------------------------------------------------------------- transactions
+
+    @contextlib.contextmanager
+    def _transaction(self, write: bool) -> Iterator[Any]:
+        cur = self._con.cursor()
+        cur.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        try:
+            yield cur
+        except BaseException:
+            cur.execute("ROLLBACK")
+            raise
+        else:
+            cur.execute("COMMIT")
+
+    def _close_sync(self) -> None:
+        self._con.close()
+
+    def _is_unique_violation(self, exc: BaseException) -> bool:
+        message = str(exc).upper()
+        return isinstance(exc, apsw.ConstraintError) and ("UNIQUE" in message or "PRIMARY KEY" in message)
+
+    # ------------------------------------------------------------- heads and revisions
+
+    def _read_head(self, tx, artifact_id):
+        row = tx.execute("SELECT revision FROM artifact_heads WHERE artifact_id = ?", (artifact_id,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def _read_heads(self, tx, artifact_ids):
+        marks = ",".join("?" * len(artifact_ids))
+        rows = tx.execute(f"SELECT artifact_id, revision FROM artifact_heads WHERE artifact_id IN ({marks})", tuple(artifact_ids))
+        return {a: int(r) for a, r in rows}
+
+    def _list_heads(self, tx):
+        return [(a, int(r)) for a, r in tx.execute("SELECT artifact_id, revision FROM artifact_heads")]
+
+    def _read_revision(self, tx, artifact_id, revision):
+        return tx.execute(
+            "SELECT content, content_hash, lineage FROM artifact_revisions WHERE artifact_id = ? AND revision = ?",
+            (artifact_id, revision),
+        ).fetchone()
+
+    def _read_revision_range(self, tx, artifact_id, lo, hi):
+        return tx.execute(
+            "SELECT revision, content, content_hash FROM artifact_revisions "
+            "WHERE artifact_id = ? AND revision BETWEEN ? AND ? ORDER BY revision",
+            (artifact_id, lo, hi),
+        ).fetchall()
+
+    def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage):
+        tx.execute(
+            "INSERT INTO artifact_revisions (artifact_id, revision, family, content, content_hash, lineage) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (artifact_id, revision, family, content, content_hash, lineage),
+        )
+
+    def _insert_head(self, tx, artifact_id, revision):
+        tx.execute("INSERT INTO artifact_heads (artifact_id, revision) VALUES (?, ?)", (artifact_id, revision))
+
+    def _cas_head(self, tx, artifact_id, base, next_revision):
+        tx.execute(
+            "UPDATE artifact_heads SET revision = ? WHERE artifact_id = ? AND revision = ?",
+            (next_revision, artifact_id, base),
+        )
+        return self._con.changes()
+
+    # ------------------------------------------------------------- entry versions
+
+    _VERSION_COLUMNS = (
+        "memory_artifact_id, entry_id, entry_version_id, version, previous_version_id, kind, text, "
+        "source_refs, artifact_refs, entry_content_hash, created_in_revision"
+    )
+
+    def _read_versions(self, tx, version_ids):
+        marks = ",".join("?" * len(version_ids))
+        return tx.execute(
+            f"SELECT {self._VERSION_COLUMNS} FROM memory_entry_versions WHERE entry_version_id IN ({marks})",
+            tuple(version_ids),
+        ).fetchall()
+
+    def _read_entry_versions(self, tx, artifact_id, entry_id):
+        return tx.execute(
+            f"SELECT {self._VERSION_COLUMNS} FROM memory_entry_versions WHERE memory_artifact_id = ? AND entry_id = ?",
+            (artifact_id, entry_id),
+        ).fetchall()
+
+    def _existing_version_ids(self, tx, version_ids):
+        if not version_ids:
+            return set()
+        marks = ",".join("?" * len(version_ids))
+        return {r[0] for r in tx.execute(
+            f"SELECT entry_version_id FROM memory_entry_versions WHERE entry_version_id IN ({marks})", tuple(version_ids)
+        )}
+
+    def _insert_version(self, tx, row):
+        tx.execute(
+            f"INSERT INTO memory_entry_versions ({self._VERSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", row
+        )
+
+    # ------------------------------------------------------------- sources
+
+    def _read_source(self, tx, name):
+        return tx.execute("SELECT payload, content_hash FROM sources WHERE name = ?", (name,)).fetchone()
+
+    def _insert_source(self, tx, name, content_hash, payload):
+        tx.execute("INSERT INTO sources (name, content_hash, payload) VALUES (?, ?, ?)", (name, content_hash, payload))
+
+    # ------------------------------------------------------------- projections
+
+    def _projection_id(self, tx, artifact_id, entry_id):
+        row = tx.execute(
+            "SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? AND entry_id = ?",
+            (artifact_id, entry_id),
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def _drop_vector(self, tx, projection_id):
+        if self._vector_tables:
+            tx.execute("DELETE FROM memory_entry_vector_metadata WHERE projection_id = ?", (projection_id,))
+            tx.execute("DELETE FROM memory_entry_search_vector WHERE rowid = ?", (projection_id,))
+
+    def _put_projection(self, tx, artifact_id, head_revision, entry_id, version_id, content_hash, searchable_text, vector):
+        pid = self._projection_id(tx, artifact_id, entry_id)
+        if pid is None:
+            pid = tx.execute(
+                "INSERT INTO memory_entry_heads (memory_artifact_id, head_revision, entry_id, entry_version_id, "
+                "entry_content_hash, searchable_text) VALUES (?, ?, ?, ?, ?, ?) RETURNING projection_id",
+                (artifact_id, head_revision, entry_id, version_id, content_hash, searchable_text),
+            ).fetchone()[0]
+        else:
+            tx.execute(
+                "UPDATE memory_entry_heads SET head_revision = ?, entry_version_id = ?, entry_content_hash = ?, "
+                "searchable_text = ? WHERE projection_id = ?",
+                (head_revision, version_id, content_hash, searchable_text, pid),
+            )
+            tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
+            self._drop_vector(tx, pid)  # never keep a vector of older content
+        tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (?, ?)", (pid, searchable_text))
+        if vector is not None and self._vector_tables:
+            embedding_hash, values = vector
+            tx.execute(
+                "INSERT INTO memory_entry_vector_metadata (projection_id, entry_version_id, entry_content_hash, "
+                "embedding_content_hash) VALUES (?, ?, ?, ?)",
+                (pid, version_id, content_hash, embedding_hash),
+            )
+            tx.execute("INSERT INTO memory_entry_search_vector (rowid, embedding) VALUES (?, ?)", (pid, _float32(values)))
+
+    def _delete_projection(self, tx, artifact_id, entry_id):
+        pid = self._projection_id(tx, artifact_id, entry_id)
+        if pid is None:
+            return
+        self._drop_vector(tx, pid)
+        tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
+        tx.execute("DELETE FROM memory_entry_heads WHERE projection_id = ?", (pid,))
+
+    def _set_projection_revision(self, tx, artifact_id, revision):
+        tx.execute("UPDATE memory_entry_heads SET head_revision = ? WHERE memory_artifact_id = ?", (revision, artifact_id))
+
+    # ------------------------------------------------------------- search
+
+    def _fts_query(self, tx, artifact_ids, terms, k):
+        marks = ",".join("?" * len(artifact_ids))
+        return tx.execute(
+            "SELECT h.memory_artifact_id, h.entry_id, h.entry_version_id, h.entry_content_hash, h.searchable_text "
+            "FROM memory_entry_search_fts AS f JOIN memory_entry_heads AS h ON h.projection_id = f.rowid "
+            f"WHERE memory_entry_search_fts MATCH ? AND h.memory_artifact_id IN ({marks}) "
+            "ORDER BY f.rank, h.memory_artifact_id, h.entry_id LIMIT ?",
+            (analyzer.fts5_match_expression(terms), *artifact_ids, k),
+        ).fetchall()

@@ -1,0 +1,133 @@
+"""Canonical bytes, content hashes and identifiers (RFC 000 "Normalization, hashing").
+
+Every hash in the project is computed here, once: JSON is canonicalized with RFC 8785
+(JCS, via the ``rfc8785`` package) after NFC-normalizing every string, NaN/Infinity
+are refused, and SHA-256 digests are taken over a domain prefix + the canonical bytes so
+that an entry hash can never collide with an artifact or embedding hash by construction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+import unicodedata
+from typing import Any
+
+import rfc8785
+
+ENTRY_CONTENT_DOMAIN = b"powercontext:entry-content:v1\0"
+ARTIFACT_CONTENT_DOMAIN = b"powercontext:artifact-content:v1\0"
+SOURCE_CONTENT_DOMAIN = b"powercontext:source-content:v1\0"
+EMBEDDING_CONTENT_DOMAIN = b"powercontext:embedding-content:v1\0"
+
+MAX_ID_LENGTH = 128
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def _normalize(value: Any) -> Any:
+    """NFC every string (keys included) and refuse non-finite floats."""
+    if isinstance(value, str):
+        return nfc(value)
+    if isinstance(value, bool) or value is None or isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("NaN and Infinity have no canonical JSON form")
+        return value
+    if isinstance(value, dict):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"canonical JSON keys must be strings, not {type(key).__name__}")
+            out[nfc(key)] = _normalize(item)
+        if len(out) != len(value):
+            raise ValueError("two keys are equal after NFC normalization")
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_normalize(item) for item in value]
+    raise TypeError(f"{type(value).__name__} has no canonical JSON form")
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """RFC 8785 canonical JSON of ``value`` after NFC normalization."""
+    return rfc8785.dumps(_normalize(value))
+
+
+def canonical_text(value: Any) -> str:
+    return canonical_bytes(value).decode("utf-8")
+
+
+def sha256_hex(domain: bytes, payload: bytes) -> str:
+    return hashlib.sha256(domain + payload).hexdigest()
+
+
+def entry_content_hash(content: Any) -> str:
+    return sha256_hex(ENTRY_CONTENT_DOMAIN, canonical_bytes(content))
+
+
+def artifact_content_hash(content: Any) -> str:
+    return sha256_hex(ARTIFACT_CONTENT_DOMAIN, canonical_bytes(content))
+
+
+def source_content_hash(content: Any) -> str:
+    return sha256_hex(SOURCE_CONTENT_DOMAIN, canonical_bytes(content))
+
+
+def embedding_content_hash(profile: Any, entry_hash: str) -> str:
+    return sha256_hex(
+        EMBEDDING_CONTENT_DOMAIN,
+        canonical_bytes({"profile": profile, "entry_content_hash": entry_hash}),
+    )
+
+
+def is_sha256_hex(value: object) -> bool:
+    return (
+        isinstance(value, str)
+        and len(value) == 64
+        and all(c in "0123456789abcdef" for c in value)
+    )
+
+
+def is_valid_id(value: object) -> bool:
+    """IDs are printable ASCII without spaces, 1..128 characters."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_ID_LENGTH
+        and all(33 <= ord(c) <= 126 for c in value)
+    )
+
+
+def mint_id(prefix: str) -> str:
+    """A time-ordered unique id: prefix + 26 Crockford base32 chars (48-bit ms clock,
+    80 random bits), so ids sort roughly by creation and never need coordination."""
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return prefix + "".join(reversed(chars))
+
+
+class IdMinter:
+    """Mints the three kinds of identifiers. Injectable so that tests and corpus
+    loaders can choose readable ids; the service validates whatever it is given."""
+
+    def artifact_id(self) -> str:
+        return mint_id("mem_art_")
+
+    def entry_id(self) -> str:
+        return mint_id("mem_ent_")
+
+    def entry_version_id(self) -> str:
+        return mint_id("mem_ver_")
+
+
+def utf8_key(value: str) -> bytes:
+    """Sort key for 'ascending UTF-8' ordering required by the RFC."""
+    return value.encode("utf-8")

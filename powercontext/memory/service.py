@@ -1,0 +1,516 @@
+"""MemoryService: the public, async Memory API (RFC 000 "Writes and lifecycle",
+"Search and reads").
+
+The service validates arguments, turns a domain operation into a ``CommitPlan``
+against the exact base Revision (outside any transaction: candidate generation and
+embedding happen here), and hands the plan to the backend, which re-validates it
+inside one transaction. Search is retrieve → admit → fuse; only retrieve touches the
+database, so the evaluation harness can replay admission offline with the same code.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from .. import analyzer, canonical
+from ..backends.base import (
+    CommitPlan,
+    DatabaseMemoryBackend,
+    Retrieval,
+    RetrievalRequest,
+    normalize_reason,
+    normalize_text,
+    validate_kind,
+)
+from ..canonical import IdMinter, utf8_key
+from ..errors import (
+    ArtifactNotFoundError,
+    CapabilityNotSupportedError,
+    InvalidMemoryRequestError,
+    RevisionConflictError,
+)
+from ..model import (
+    ArtifactRef,
+    ContentSource,
+    MemoryChange,
+    MemoryCitation,
+    MemoryContent,
+    MemoryEntryInput,
+    MemoryEntryVersion,
+    MemoryManifest,
+    MemoryManifestEntry,
+    MemoryRevision,
+    MemoryRevisionChanges,
+    MemorySearchResult,
+    RevisionLineage,
+    Source,
+    SourceRef,
+    entry_content,
+    sorted_refs,
+)
+from . import admission
+from .admission import AdmissionPolicy
+
+MODES = ("fts", "vector", "hybrid", "auto")
+REMEMBER_MODES = ("append", "extract", "auto")
+MAX_LIMIT = 1000
+
+
+def as_ref(memory: Any) -> ArtifactRef:
+    """Accept a MemoryRevision or an ArtifactRef wherever a Memory is named."""
+    if isinstance(memory, MemoryRevision):
+        return memory.ref
+    if isinstance(memory, ArtifactRef):
+        return memory
+    raise InvalidMemoryRequestError(
+        f"expected a MemoryRevision or ArtifactRef, got {type(memory).__name__}; "
+        "use the value remember() returned or svc.head(artifact_id)"
+    )
+
+
+class SourceStore:
+    """``svc.sources``: persist immutable evidence before citing it."""
+
+    def __init__(self, backend: DatabaseMemoryBackend) -> None:
+        self._backend = backend
+
+    async def persist(self, source: ContentSource) -> Source:
+        """Persist a Source. The same payload twice is idempotent; the same name with
+        a different payload raises SourceConflictError."""
+        return await self._backend.persist_source(source)
+
+    async def get(self, name: str) -> Source:
+        return await self._backend.get_source(name)
+
+
+class MemoryService:
+    def __init__(
+        self,
+        backend: DatabaseMemoryBackend,
+        *,
+        embedding: Any = None,
+        pipeline: Any = None,
+        ids: IdMinter | None = None,
+        policy: AdmissionPolicy | None = None,
+    ) -> None:
+        self.backend = backend
+        self.embedding = embedding
+        self.pipeline = pipeline
+        self.ids = ids or IdMinter()
+        self.policy = policy or AdmissionPolicy()
+        self.sources = SourceStore(backend)
+
+    # ------------------------------------------------------------------ reads
+
+    async def head(self, memory: Any) -> MemoryRevision:
+        """The current head Revision of a Memory (given its id, a ref or a Revision)."""
+        artifact_id = memory if isinstance(memory, str) else as_ref(memory).artifact_id
+        head = await self.backend.head(artifact_id)
+        if head is None:
+            raise ArtifactNotFoundError(f"no Memory {artifact_id!r} in this database")
+        return await self.backend.load_revision(ArtifactRef(artifact_id, head))
+
+    async def revision(self, ref: ArtifactRef) -> MemoryRevision:
+        return await self.backend.load_revision(as_ref(ref))
+
+    async def memories(self) -> tuple[ArtifactRef, ...]:
+        """Every Memory in this database, as its head ref."""
+        return await self.backend.list_memories()
+
+    async def entries(self, memory: Any, state: str = "active") -> tuple[MemoryEntryVersion, ...]:
+        """The entry versions a Revision's manifest points at, sorted by entry_id."""
+        if state not in ("active", "inactive", "all"):
+            raise InvalidMemoryRequestError("state must be 'active', 'inactive' or 'all'")
+        ref = as_ref(memory)
+        revision = await self.backend.load_revision(ref)
+        ids = [e.entry_id for e in revision.manifest.entries if state == "all" or e.state == state]
+        versions = await self.backend.load_versions(ref, ids)
+        return tuple(versions[i] for i in ids)
+
+    async def entry(self, memory: Any, entry_id: str) -> MemoryEntryVersion:
+        """The version of ``entry_id`` in a Revision's manifest."""
+        ref = as_ref(memory)
+        return (await self.backend.load_versions(ref, [entry_id]))[entry_id]
+
+    async def lineage(self, memory: Any, entry_id: str) -> tuple[MemoryEntryVersion, ...]:
+        """Every content version of one entry, oldest first."""
+        return await self.backend.entry_history(as_ref(memory).artifact_id, entry_id)
+
+    async def changes(self, memory: Any, since_revision: int | None = None) -> tuple[MemoryRevisionChanges, ...]:
+        """Compact per-Revision changes in ascending order; ``since_revision`` is
+        exclusive, 0 reads the whole history, None only the target Revision."""
+        return await self.backend.changes(as_ref(memory), since_revision)
+
+    async def capabilities(self):
+        return await self.backend.capabilities()
+
+    # ------------------------------------------------------------------ writes
+
+    async def _base(self, memory: Any) -> MemoryRevision:
+        ref = as_ref(memory)
+        head = await self.backend.head(ref.artifact_id)
+        if head is None:
+            raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
+        if head != ref.revision:
+            raise RevisionConflictError(
+                f"{ref} is not the current head (Revision {head}); reread the head and retry"
+            )
+        return await self.backend.load_revision(ref)
+
+    @staticmethod
+    def _evidence(sources: Iterable[Any], artifacts: Iterable[Any]) -> tuple[tuple[SourceRef, ...], tuple[ArtifactRef, ...]]:
+        source_refs = []
+        for s in sources:
+            if isinstance(s, ContentSource):
+                raise InvalidMemoryRequestError(
+                    f"source {s.name!r} is not persisted yet: pass the result of await svc.sources.persist(...)"
+                )
+            if not isinstance(s, Source):
+                raise InvalidMemoryRequestError(f"evidence must be a persisted Source, got {type(s).__name__}")
+            source_refs.append(s.ref)
+        artifact_refs = []
+        for a in artifacts:
+            if isinstance(a, MemoryRevision):
+                a = a.ref
+            if not isinstance(a, ArtifactRef):
+                raise InvalidMemoryRequestError(f"artifact evidence must be an exact ArtifactRef, got {type(a).__name__}")
+            artifact_refs.append(a)
+        return sorted_refs(source_refs), sorted_refs(artifact_refs)
+
+    async def remember(
+        self,
+        memory: Any = None,
+        sources: Sequence[Source] = (),
+        artifacts: Sequence[Any] = (),
+        entries: Sequence[MemoryEntryInput] = (),
+        mode: str = "auto",
+    ) -> MemoryRevision | None:
+        """Write entries (append) or extract candidates from evidence (extract).
+
+        Returns the new Revision; the current Revision when nothing changed; None when
+        ``memory=None`` and nothing was worth saving."""
+        if mode not in REMEMBER_MODES:
+            raise InvalidMemoryRequestError(f"mode must be one of {REMEMBER_MODES}, got {mode!r}")
+        entries, sources, artifacts = tuple(entries), tuple(sources), tuple(artifacts)
+        op_sources, op_artifacts = self._evidence(sources, artifacts)
+        if mode == "auto":
+            if entries:
+                mode = "append"
+            elif op_sources or op_artifacts:
+                mode = "extract"
+            else:
+                raise InvalidMemoryRequestError("remember() has nothing to do: give entries or evidence")
+        if mode == "append" and not entries:
+            raise InvalidMemoryRequestError("append needs at least one MemoryEntryInput")
+        base = None if memory is None else await self._base(memory)
+        if mode == "extract":
+            if entries:
+                raise InvalidMemoryRequestError("extract derives entries from evidence; do not pass entries too")
+            if not (op_sources or op_artifacts):
+                raise InvalidMemoryRequestError("extract needs at least one Source or Artifact")
+            if self.pipeline is None:
+                raise CapabilityNotSupportedError(
+                    "no candidate pipeline is configured; pass entries with mode='append'"
+                )
+            current = () if base is None else await self.entries(base)
+            entries = tuple(await self.pipeline.extract(sources, artifacts, current))
+            if not entries:
+                return base
+        return await self._commit_entries(base, entries, op_sources, op_artifacts)
+
+    async def _commit_entries(self, base, inputs, op_sources, op_artifacts) -> MemoryRevision | None:
+        base_items = {} if base is None else base.manifest.by_id()
+        active_hashes = {i.entry_content_hash for i in base_items.values() if i.state == "active"}
+        revised_ids = [i.entry.entry_id for i in inputs if isinstance(i, MemoryEntryInput) and i.entry is not None]
+        predecessors = {} if base is None or not revised_ids else await self._predecessors(base, revised_ids)
+        next_revision = 1 if base is None else base.revision + 1
+        artifact_id = base.artifact_id if base is not None else self.ids.artifact_id()
+
+        seen_entries: set[str] = set()
+        new_hashes: set[str] = set()
+        versions: list[MemoryEntryVersion] = []
+        changes: dict[str, MemoryChange] = {}
+        items = dict(base_items)
+        for candidate in inputs:
+            if not isinstance(candidate, MemoryEntryInput):
+                raise InvalidMemoryRequestError(f"entries must be MemoryEntryInput, got {type(candidate).__name__}")
+            kind = validate_kind(candidate.kind)
+            text = normalize_text(candidate.text)
+            reason = normalize_reason(candidate.reason)
+            cand_sources, cand_artifacts = self._evidence(candidate.sources, candidate.artifacts)
+            if candidate.entry is None:
+                content = entry_content(kind, text, cand_sources, cand_artifacts)
+                content_hash = canonical.entry_content_hash(content)
+                if content_hash in new_hashes or content_hash in active_hashes:
+                    continue  # exact duplicate: the first (or the existing) one stays
+                new_hashes.add(content_hash)
+                entry_id, previous, number = self.ids.entry_id(), None, 1
+                sources_, artifacts_ = sorted_refs(cand_sources), sorted_refs(cand_artifacts)
+            else:
+                pred = self._check_revision_target(candidate.entry, base, seen_entries, predecessors)
+                sources_ = sorted_refs(pred.sources + cand_sources)
+                artifacts_ = sorted_refs(pred.artifacts + cand_artifacts)
+                content = entry_content(kind, text, sources_, artifacts_)
+                content_hash = canonical.entry_content_hash(content)
+                if content_hash == pred.entry_content_hash:
+                    continue  # identical content: no-op for this entry
+                entry_id, previous, number = pred.entry_id, pred.entry_version_id, pred.version + 1
+            version = MemoryEntryVersion(
+                memory_artifact_id=artifact_id,
+                entry_id=entry_id,
+                entry_version_id=self.ids.entry_version_id(),
+                version=number,
+                previous_version_id=previous,
+                kind=kind,
+                text=text,
+                sources=sources_,
+                artifacts=artifacts_,
+                entry_content_hash=content_hash,
+                created_in_revision=next_revision,
+            )
+            versions.append(version)
+            items[entry_id] = MemoryManifestEntry(entry_id, version.entry_version_id, content_hash, "active")
+            changes[entry_id] = MemoryChange(
+                "add" if previous is None else "revise", entry_id, previous, version.entry_version_id, reason
+            )
+        if not changes:
+            return base
+        return await self._commit(artifact_id, base, items, changes, versions, op_sources, op_artifacts)
+
+    async def _predecessors(self, base: MemoryRevision, entry_ids: list[str]) -> dict[str, MemoryEntryVersion]:
+        known = [e for e in dict.fromkeys(entry_ids) if base.manifest.get(e) is not None]
+        return await self.backend.load_versions(base.ref, known) if known else {}
+
+    @staticmethod
+    def _check_revision_target(entry: Any, base, seen: set[str], predecessors) -> MemoryEntryVersion:
+        """A revision must name the exact current active version of an entry of this
+        Memory, at most once per batch."""
+        if not isinstance(entry, MemoryEntryVersion):
+            raise InvalidMemoryRequestError("MemoryEntryInput.entry must be a MemoryEntryVersion or None")
+        if base is None or entry.memory_artifact_id != base.artifact_id:
+            raise InvalidMemoryRequestError(f"entry {entry.entry_id!r} belongs to another Memory")
+        if entry.entry_id in seen:
+            raise InvalidMemoryRequestError(f"entry {entry.entry_id!r} appears twice in one batch")
+        seen.add(entry.entry_id)
+        item = base.manifest.get(entry.entry_id)
+        if item is None:
+            raise InvalidMemoryRequestError(f"entry {entry.entry_id!r} is not in {base.ref}")
+        if item.state != "active":
+            raise InvalidMemoryRequestError(
+                f"entry {entry.entry_id!r} is inactive in {base.ref}: reactivate() it first, then revise the new head"
+            )
+        pred = predecessors.get(entry.entry_id)
+        if item.entry_version_id != entry.entry_version_id or pred is None or pred != entry:
+            raise InvalidMemoryRequestError(
+                f"entry {entry.entry_id!r} version {entry.entry_version_id!r} is stale: {base.ref} points at "
+                f"{item.entry_version_id!r}; revise the current version"
+            )
+        return pred
+
+    async def _commit(self, artifact_id, base, items, changes, versions, op_sources, op_artifacts) -> MemoryRevision:
+        content = MemoryContent(
+            manifest=MemoryManifest(tuple(items[k] for k in sorted(items, key=utf8_key))),
+            changes=tuple(changes[k] for k in sorted(changes, key=utf8_key)),
+        )
+        plan = CommitPlan(
+            artifact_id=artifact_id,
+            base_revision=None if base is None else base.revision,
+            content=content,
+            lineage=RevisionLineage(sources=op_sources, artifacts=op_artifacts),
+            new_versions=tuple(versions),
+            vectors=await self._vectors_for(artifact_id, content, versions, base),
+        )
+        async with self.backend.begin() as uow:
+            return await uow.commit(plan)
+
+    async def _vectors_for(self, artifact_id, content, versions, base) -> dict:
+        """Vectors for every entry that enters the active head (hook for embeddings)."""
+        return {}
+
+    async def _set_state(self, memory, entries, reason, target: str) -> MemoryRevision:
+        base = await self._base(memory)
+        reason = normalize_reason(reason)
+        items = base.manifest.by_id()
+        changes: dict[str, MemoryChange] = {}
+        seen: set[str] = set()
+        for entry in entries:
+            if not isinstance(entry, MemoryEntryVersion):
+                raise InvalidMemoryRequestError(
+                    f"expected MemoryEntryVersion objects (from svc.entries() or svc.expand()), got {type(entry).__name__}"
+                )
+            if entry.memory_artifact_id != base.artifact_id:
+                raise InvalidMemoryRequestError(f"entry {entry.entry_id!r} belongs to another Memory")
+            if entry.entry_id in seen:
+                raise InvalidMemoryRequestError(f"entry {entry.entry_id!r} appears twice")
+            seen.add(entry.entry_id)
+            item = items.get(entry.entry_id)
+            if item is None:
+                raise InvalidMemoryRequestError(f"entry {entry.entry_id!r} is not in {base.ref}")
+            if item.entry_version_id != entry.entry_version_id or item.entry_content_hash != entry.entry_content_hash:
+                raise InvalidMemoryRequestError(
+                    f"entry {entry.entry_id!r} version {entry.entry_version_id!r} is stale: {base.ref} points at "
+                    f"{item.entry_version_id!r}"
+                )
+            if item.state == target:
+                continue  # idempotent
+            items[entry.entry_id] = MemoryManifestEntry(item.entry_id, item.entry_version_id, item.entry_content_hash, target)
+            if target == "inactive":
+                changes[entry.entry_id] = MemoryChange("deactivate", item.entry_id, item.entry_version_id, None, reason)
+            else:
+                changes[entry.entry_id] = MemoryChange("reactivate", item.entry_id, None, item.entry_version_id, reason)
+        if not changes:
+            return base
+        return await self._commit(base.artifact_id, base, items, changes, [], (), ())
+
+    async def forget(self, memory: Any, entries: Sequence[MemoryEntryVersion], reason: str | None = None) -> MemoryRevision:
+        """Mark entries inactive in a new Revision (no history is rewritten). Already
+        inactive entries are a no-op; all no-ops return the base Revision."""
+        return await self._set_state(memory, tuple(entries), reason, "inactive")
+
+    async def reactivate(self, memory: Any, entries: Sequence[MemoryEntryVersion], reason: str | None = None) -> MemoryRevision:
+        """Mark inactive entries active again, restoring the same version and its
+        search projection."""
+        return await self._set_state(memory, tuple(entries), reason, "active")
+
+    async def organize(self, memory: Any, dedupe: bool = True, normalize: bool = True) -> MemoryRevision:
+        """v1: exact dedupe (keep the smallest UTF-8 entry_id, deactivate the rest with
+        reason 'dedupe'), then normalize references (revise with reason 'normalize')."""
+        base = await self._base(memory)
+        versions = await self.backend.load_versions(base.ref, [e.entry_id for e in base.manifest.active])
+        items = base.manifest.by_id()
+        changes: dict[str, MemoryChange] = {}
+        new_versions: list[MemoryEntryVersion] = []
+        deactivated: set[str] = set()
+        if dedupe:
+            by_content: dict[bytes, list[str]] = {}
+            for entry_id, version in versions.items():
+                by_content.setdefault(canonical.canonical_bytes(version.content()), []).append(entry_id)
+            for group in by_content.values():
+                for entry_id in sorted(group, key=utf8_key)[1:]:
+                    item = items[entry_id]
+                    items[entry_id] = MemoryManifestEntry(entry_id, item.entry_version_id, item.entry_content_hash, "inactive")
+                    changes[entry_id] = MemoryChange("deactivate", entry_id, item.entry_version_id, None, "dedupe")
+                    deactivated.add(entry_id)
+        if normalize:
+            for entry_id, v in versions.items():
+                if entry_id in deactivated:
+                    continue
+                sources_, artifacts_ = sorted_refs(v.sources), sorted_refs(v.artifacts)
+                if sources_ == v.sources and artifacts_ == v.artifacts:
+                    continue
+                content_hash = canonical.entry_content_hash(entry_content(v.kind, v.text, sources_, artifacts_))
+                new = MemoryEntryVersion(
+                    base.artifact_id, entry_id, self.ids.entry_version_id(), v.version + 1, v.entry_version_id,
+                    v.kind, v.text, sources_, artifacts_, content_hash, base.revision + 1,
+                )
+                new_versions.append(new)
+                items[entry_id] = MemoryManifestEntry(entry_id, new.entry_version_id, content_hash, "active")
+                changes[entry_id] = MemoryChange("revise", entry_id, v.entry_version_id, new.entry_version_id, "normalize")
+        if not changes:
+            return base
+        return await self._commit(base.artifact_id, base, items, changes, new_versions, (), ())
+
+    # ------------------------------------------------------------------ citations
+
+    async def expand(self, hits: Sequence[Any], layer: str = "full") -> tuple[MemoryEntryVersion, ...]:
+        """Read the exact versions hits or citations point at, validating id, version,
+        hash and canonical bytes against the cited Revision's manifest."""
+        if layer != "full":
+            raise InvalidMemoryRequestError("expand() supports layer='full' only")
+        return await self.backend.expand(tuple(hits))
+
+    async def cite(self, memory_ref: Any, entry_id: str, entry_version_id: str) -> MemoryCitation:
+        """A validated Handoff citation; it keeps validating after the Memory moves on."""
+        ref = as_ref(memory_ref)
+        probe = MemoryCitation(ref, entry_id, entry_version_id, None)  # type: ignore[arg-type]
+        (version,) = await self.backend.expand((probe,))
+        return MemoryCitation(ref, entry_id, entry_version_id, version.entry_content_hash)
+
+    # ------------------------------------------------------------------ search
+
+    async def _search_refs(self, memories: Any) -> tuple[ArtifactRef, ...]:
+        if isinstance(memories, (MemoryRevision, ArtifactRef)):
+            memories = (memories,)
+        refs = tuple(dict.fromkeys(as_ref(m) for m in memories))
+        if not refs:
+            raise InvalidMemoryRequestError("search needs at least one explicit Memory")
+        for ref in refs:
+            head = await self.backend.head(ref.artifact_id)
+            if head is None:
+                raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
+            if head != ref.revision:
+                raise CapabilityNotSupportedError(
+                    f"{ref} is not the head (Revision {head}): search only reads current heads; "
+                    "pass svc.head(...) or the latest Revision"
+                )
+        return refs
+
+    async def _plan_mode(self, mode: str, refs: tuple[ArtifactRef, ...]) -> tuple[str, str | None]:
+        """The mode actually used and, for auto falling back, why."""
+        if mode not in MODES:
+            raise InvalidMemoryRequestError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode == "fts":
+            return "fts", None
+        reason = await self._vector_unavailable(refs)
+        if mode == "auto":
+            return ("fts", reason) if reason else ("hybrid", None)
+        if reason:
+            raise CapabilityNotSupportedError(f"{mode} search is unavailable: {reason}")
+        return mode, None
+
+    async def _vector_unavailable(self, refs) -> str | None:
+        return "no embedding model is configured"
+
+    async def _query_vector(self, query: str) -> tuple[float, ...] | None:
+        return None
+
+    async def retrieve(
+        self, query: str, memories: Any, limit: int = 8, mode: str = "auto", policy: AdmissionPolicy | None = None
+    ) -> tuple[Retrieval, str, str | None]:
+        """Step one of search: the per-channel candidates with raw signals."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidMemoryRequestError("query must be a non-empty string")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidMemoryRequestError(f"limit must be an integer in 1..{MAX_LIMIT}")
+        policy = policy or self.policy
+        refs = await self._search_refs(memories)
+        used, fallback = await self._plan_mode(mode, refs)
+        channels = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}[used]
+        vector = await self._query_vector(query) if "vector" in channels else None
+        request = RetrievalRequest(
+            memories=refs,
+            terms=analyzer.query_terms(query),
+            channels=channels,
+            pool=policy.pool_size(limit),
+            query_vector=vector,
+        )
+        return await self.backend.retrieve(request), used, fallback
+
+    async def search(
+        self,
+        query: str,
+        memories: Any,
+        limit: int = 8,
+        mode: str = "auto",
+        policy: AdmissionPolicy | None = None,
+        explain: bool = False,
+    ) -> MemorySearchResult:
+        """Retrieve, admit each channel by ``policy``, fuse with RRF. Returns hits and
+        the mode actually used; ``explain=True`` also returns every decision."""
+        policy = policy or self.policy
+        retrieval, used, fallback = await self.retrieve(query, memories, limit, mode, policy)
+        hits = admission.fuse(retrieval.channels, policy, limit)
+        decisions = admission.explain(retrieval.channels, policy) if explain else ()
+        return MemorySearchResult(
+            query=query, hits=hits, mode=used, requested_mode=mode, policy=policy,
+            decisions=decisions, fallback_reason=fallback,
+        )
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+    async def __aenter__(self) -> "MemoryService":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()

@@ -1,0 +1,414 @@
+"""Frozen value objects of the Memory layer (RFC 000 "Data model").
+
+Objects that have a canonical JSON form say so with ``to_canonical()``; the hashes in
+``canonical.py`` are always computed over that form, never over ad-hoc dicts.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, Mapping
+
+from . import canonical
+
+EntryState = Literal["active", "inactive"]
+ChangeOp = Literal["add", "revise", "deactivate", "reactivate"]
+Channel = Literal["fts", "vector"]
+SearchMode = Literal["fts", "vector", "hybrid", "auto"]
+
+KNOWN_KINDS = ("fact", "preference", "decision", "constraint", "working_note")
+MEMORY_SCHEMA = "powercontext.memory.v1"
+MANIFEST_FORMAT = "flat-v1"
+MEMORY_FAMILY = "memory"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ArtifactRef:
+    """An exact Artifact Revision: the Artifact id and the Revision number."""
+
+    artifact_id: str
+    revision: int
+
+    def to_canonical(self) -> dict[str, Any]:
+        return {"artifact_id": self.artifact_id, "revision": self.revision}
+
+    def __str__(self) -> str:
+        return f"{self.artifact_id}@{self.revision}"
+
+
+# ---------------------------------------------------------------------------- Sources
+
+
+@dataclass(frozen=True, slots=True)
+class ContentSource:
+    """Evidence to persist: a named, immutable payload (a file read, a user note …)."""
+
+    name: str
+    content: str
+    description: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SourceRef:
+    """How an entry version refers to a persisted Source: name + content hash."""
+
+    name: str
+    content_hash: str
+
+    def to_canonical(self) -> dict[str, Any]:
+        return {"content_hash": self.content_hash, "name": self.name}
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """A persisted Source, as returned by ``svc.sources.persist``."""
+
+    name: str
+    content: str
+    description: str | None
+    metadata: Mapping[str, Any]
+    content_hash: str
+
+    @property
+    def ref(self) -> SourceRef:
+        return SourceRef(self.name, self.content_hash)
+
+    def payload(self) -> dict[str, Any]:
+        return source_payload(self.name, self.content, self.description, self.metadata)
+
+    def __repr__(self) -> str:  # lean: never dump the whole payload
+        return f"Source(name={self.name!r}, content_hash={self.content_hash[:12]}…, {len(self.content)} chars)"
+
+
+def source_payload(name: str, content: str, description: str | None, metadata: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "content": content,
+        "description": description,
+        "metadata": dict(metadata),
+    }
+
+
+def sorted_refs(refs) -> tuple:
+    """Deduplicate and sort references by their canonical key: (name, content_hash)
+    for Sources, (artifact_id, revision) for Artifacts. Python compares strings by code
+    point, which is the same order as their UTF-8 bytes."""
+    return tuple(sorted(set(refs)))
+
+
+# --------------------------------------------------------------------------- Manifest
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryManifestEntry:
+    entry_id: str
+    entry_version_id: str
+    entry_content_hash: str
+    state: EntryState
+
+    def to_canonical(self) -> dict[str, Any]:
+        return {
+            "entry_content_hash": self.entry_content_hash,
+            "entry_id": self.entry_id,
+            "entry_version_id": self.entry_version_id,
+            "state": self.state,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryManifest:
+    entries: tuple[MemoryManifestEntry, ...] = ()
+    format: str = MANIFEST_FORMAT
+
+    def get(self, entry_id: str) -> MemoryManifestEntry | None:
+        for item in self.entries:
+            if item.entry_id == entry_id:
+                return item
+        return None
+
+    def by_id(self) -> dict[str, MemoryManifestEntry]:
+        return {item.entry_id: item for item in self.entries}
+
+    @property
+    def active(self) -> tuple[MemoryManifestEntry, ...]:
+        return tuple(e for e in self.entries if e.state == "active")
+
+    @property
+    def inactive(self) -> tuple[MemoryManifestEntry, ...]:
+        return tuple(e for e in self.entries if e.state == "inactive")
+
+    def to_canonical(self) -> dict[str, Any]:
+        return {"entries": [e.to_canonical() for e in self.entries], "format": self.format}
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryChange:
+    op: ChangeOp
+    entry_id: str
+    from_entry_version_id: str | None
+    to_entry_version_id: str | None
+    reason: str | None = None
+
+    def to_canonical(self) -> dict[str, Any]:
+        return {
+            "entry_id": self.entry_id,
+            "from_entry_version_id": self.from_entry_version_id,
+            "op": self.op,
+            "reason": self.reason,
+            "to_entry_version_id": self.to_entry_version_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryContent:
+    manifest: MemoryManifest
+    changes: tuple[MemoryChange, ...]
+    schema: str = MEMORY_SCHEMA
+
+    def to_canonical(self) -> dict[str, Any]:
+        return {
+            "changes": [c.to_canonical() for c in self.changes],
+            "manifest": self.manifest.to_canonical(),
+            "schema": self.schema,
+        }
+
+    def canonical_text(self) -> str:
+        return canonical.canonical_text(self.to_canonical())
+
+    @property
+    def content_hash(self) -> str:
+        return canonical.artifact_content_hash(self.to_canonical())
+
+    @classmethod
+    def from_json(cls, text: str) -> "MemoryContent":
+        data = json.loads(text)
+        manifest = data["manifest"]
+        return cls(
+            schema=data["schema"],
+            manifest=MemoryManifest(
+                format=manifest["format"],
+                entries=tuple(MemoryManifestEntry(**e) for e in manifest["entries"]),
+            ),
+            changes=tuple(MemoryChange(**c) for c in data["changes"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RevisionLineage:
+    """Generic Revision lineage: the operation evidence only (RFC "Revision and entry
+    lineage"); entry versions carry the evidence that supports their own content."""
+
+    sources: tuple[SourceRef, ...] = ()
+    artifacts: tuple[ArtifactRef, ...] = ()
+
+    def to_canonical(self) -> dict[str, Any]:
+        return {
+            "artifacts": [a.to_canonical() for a in self.artifacts],
+            "sources": [s.to_canonical() for s in self.sources],
+        }
+
+    @classmethod
+    def from_json(cls, text: str) -> "RevisionLineage":
+        data = json.loads(text)
+        return cls(
+            sources=tuple(SourceRef(**s) for s in data["sources"]),
+            artifacts=tuple(ArtifactRef(**a) for a in data["artifacts"]),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRevision:
+    """An exact, immutable Memory Artifact Revision (what remember/forget/… return).
+
+    It can be passed wherever an ``ArtifactRef`` is expected."""
+
+    ref: ArtifactRef
+    content: MemoryContent
+    content_hash: str
+    lineage: RevisionLineage
+
+    @property
+    def artifact_id(self) -> str:
+        return self.ref.artifact_id
+
+    @property
+    def revision(self) -> int:
+        return self.ref.revision
+
+    @property
+    def manifest(self) -> MemoryManifest:
+        return self.content.manifest
+
+    @property
+    def changes(self) -> tuple[MemoryChange, ...]:
+        return self.content.changes
+
+    def __repr__(self) -> str:
+        m = self.content.manifest
+        return (
+            f"MemoryRevision({self.ref}, {len(m.active)} active, {len(m.inactive)} inactive, "
+            f"{len(self.changes)} changes, hash {self.content_hash[:12]}…)"
+        )
+
+
+# ------------------------------------------------------------------------ Entries
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEntryVersion:
+    memory_artifact_id: str
+    entry_id: str
+    entry_version_id: str
+    version: int
+    previous_version_id: str | None
+    kind: str
+    text: str
+    sources: tuple[SourceRef, ...]
+    artifacts: tuple[ArtifactRef, ...]
+    entry_content_hash: str
+    created_in_revision: int
+
+    def content(self) -> dict[str, Any]:
+        return entry_content(self.kind, self.text, self.sources, self.artifacts)
+
+
+def entry_content(kind: str, text: str, sources, artifacts) -> dict[str, Any]:
+    """The canonical content an entry hash commits to: kind, text and the sorted,
+    deduplicated references. Identity, version and projections are excluded."""
+    return {
+        "artifacts": [a.to_canonical() for a in sorted_refs(artifacts)],
+        "kind": kind,
+        "sources": [s.to_canonical() for s in sorted_refs(sources)],
+        "text": text,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEntryInput:
+    """One candidate for remember(): ``entry=None`` adds a new entry, an exact current
+    active ``MemoryEntryVersion`` revises it."""
+
+    kind: str
+    text: str
+    sources: tuple[Source, ...] = ()
+    artifacts: tuple[ArtifactRef, ...] = ()
+    entry: MemoryEntryVersion | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRevisionChanges:
+    memory_ref: ArtifactRef
+    changes: tuple[MemoryChange, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCitation:
+    """A Handoff's exact citation of one entry version in one Revision."""
+
+    memory_ref: ArtifactRef
+    entry_id: str
+    entry_version_id: str
+    entry_content_hash: str
+
+
+# ------------------------------------------------------------------------- Search
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingProfile:
+    profile_id: str
+    model: str
+    dimension: int
+    distance: Literal["l2"] = "l2"
+    normalization: str = "unit"
+
+    def to_canonical(self) -> dict[str, Any]:
+        return {
+            "dimension": self.dimension,
+            "distance": self.distance,
+            "model": self.model,
+            "normalization": self.normalization,
+            "profile_id": self.profile_id,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryCapabilities:
+    fts: bool
+    vector: bool
+    hybrid: bool
+    embedding_profile: EmbeddingProfile | None
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelCandidate:
+    """One candidate a channel retrieved, with the raw signals admission decides on.
+
+    Already filtered by the authoritative head manifest (active, exact version, hash of
+    the canonical bytes). ``rank`` is the backend's 1-based order within the channel."""
+
+    channel: Channel
+    rank: int
+    memory_ref: ArtifactRef
+    entry_id: str
+    entry_version_id: str
+    entry_content_hash: str
+    kind: str
+    text: str
+    matched_terms: tuple[str, ...] = ()
+    query_term_count: int = 0
+    cosine: float | None = None
+
+    @property
+    def coverage(self) -> float:
+        return len(self.matched_terms) / self.query_term_count if self.query_term_count else 0.0
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.memory_ref.artifact_id, self.entry_id, self.entry_version_id)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryHit:
+    memory_ref: ArtifactRef
+    entry_id: str
+    entry_version_id: str
+    text: str
+    score: float
+    matched_by: tuple[Channel, ...]
+    kind: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionDecision:
+    """Why a candidate was admitted to or rejected from its channel (for --explain)."""
+
+    candidate: ChannelCandidate
+    admitted: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class MemorySearchResult:
+    """Search hits plus the mode actually used. Iterates over the hits."""
+
+    query: str
+    hits: tuple[MemoryHit, ...]
+    mode: SearchMode
+    requested_mode: SearchMode
+    policy: Any
+    decisions: tuple[AdmissionDecision, ...] = ()
+    fallback_reason: str | None = None
+
+    def __iter__(self):
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index):
+        return self.hits[index]

@@ -1,0 +1,48 @@
+"""``powercontext.open(target, embedding=None)``: one call to a ready MemoryService."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+from urllib.parse import urlparse
+
+from .errors import InvalidMemoryRequestError
+from .memory.service import MemoryService
+
+
+def _sqlite_path(target: str) -> str | None:
+    if target == ":memory:":
+        return target
+    if target.startswith("sqlite:///"):
+        return target[len("sqlite:///"):] or ":memory:"
+    if target.startswith("sqlite://"):
+        raise InvalidMemoryRequestError("use sqlite:///relative.db or sqlite:////absolute/path.db")
+    if "://" not in target:
+        return target
+    return None
+
+
+async def open(target: Any, embedding: Any = None, **service_options: Any) -> MemoryService:  # noqa: A001
+    """Open (creating if needed) a Memory database.
+
+    ``target``: a SQLite path, ``sqlite:///path.db``, ``:memory:``, or
+    ``oceanbase://user:password@host:port/database``. ``embedding``: None (full-text
+    only), ``"minilm"`` (the bundled all-MiniLM-L6-v2), or an EmbeddingModel.
+    """
+    if not isinstance(target, str):
+        target = str(target)
+    path = _sqlite_path(target)
+    if path is not None:
+        from .backends.sqlite import SQLiteMemoryBackend
+
+        backend = await asyncio.to_thread(SQLiteMemoryBackend, path, None)
+        return MemoryService(backend, **service_options)
+    scheme = urlparse(target).scheme
+    if scheme in ("oceanbase", "mysql"):
+        from .backends.oceanbase import OceanBaseMemoryBackend
+
+        backend = await asyncio.to_thread(OceanBaseMemoryBackend, target, None)
+        return MemoryService(backend, **service_options)
+    raise InvalidMemoryRequestError(
+        f"cannot open {target!r}: use a SQLite path, sqlite:///path.db, :memory: or oceanbase://user@host:port/db"
+    )

@@ -1,0 +1,37 @@
+"""Raw database access for tests that must look underneath the public API (row
+counts, tampering). Production code never does this."""
+
+from __future__ import annotations
+
+from typing import Any
+
+TABLES = (
+    "sources",
+    "artifact_revisions",
+    "artifact_heads",
+    "memory_entry_versions",
+    "memory_entry_heads",
+)
+
+
+async def sql(svc, statement: str, params: tuple = ()) -> list[tuple[Any, ...]]:
+    """Run one statement in its own transaction on the backend's worker thread."""
+    backend = svc.backend
+
+    def run():
+        with backend._transaction(write=True) as tx:
+            if backend.name == "sqlite":
+                return [tuple(r) for r in tx.execute(statement, params)]
+            tx.execute(statement.replace("?", "%s"), params)
+            return [tuple(r) for r in (tx.fetchall() or ())]
+
+    return await backend._run(run)
+
+
+async def counts(svc) -> dict[str, int]:
+    out = {}
+    for table in TABLES:
+        out[table] = (await sql(svc, f"SELECT COUNT(*) FROM {table}"))[0][0]
+    if svc.backend.name == "sqlite":
+        out["fts"] = (await sql(svc, "SELECT COUNT(*) FROM memory_entry_search_fts"))[0][0]
+    return out

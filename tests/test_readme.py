@@ -1,0 +1,36 @@
+"""The README is documentation users copy from: its Python blocks must run, and the
+public names it and DESIGN.md promise must exist."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import powercontext as pc
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def python_blocks():
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def test_readme_starts_with_the_two_commands():
+    text = README.read_text()
+    first_block = text.split("```bash", 1)[1].split("```", 1)[0]
+    assert "make eval" in first_block and "make test" in first_block
+
+
+def test_readme_python_blocks_run(tmp_path):
+    blocks = python_blocks()
+    assert blocks
+    for block in blocks:
+        done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "fts" in done.stdout and "deactivate" in done.stdout
+
+
+def test_public_entry_points_exist():
+    for name in ("open", "ContentSource", "MemoryEntryInput", "AdmissionPolicy", "MemoryService",
+                 "RevisionConflictError", "CapabilityNotSupportedError", "InvalidCitationError"):
+        assert hasattr(pc, name), name

@@ -1,0 +1,48 @@
+import hashlib
+import math
+
+import pytest
+
+from powercontext import canonical
+from powercontext.model import ArtifactRef, SourceRef, entry_content
+
+
+def test_jcs_orders_keys_and_normalizes_nfc():
+    assert canonical.canonical_bytes({"b": 1, "a": "e\u0301"}) == '{"a":"\u00e9","b":1}'.encode()
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_and_infinity_are_refused(bad):
+    with pytest.raises(ValueError):
+        canonical.canonical_bytes({"x": bad})
+
+
+def test_entry_hash_has_domain_prefix():
+    content = entry_content("fact", "t", (), ())
+    expected = hashlib.sha256(b"powercontext:entry-content:v1\0" + canonical.canonical_bytes(content)).hexdigest()
+    assert canonical.entry_content_hash(content) == expected
+    assert canonical.is_sha256_hex(expected)
+
+
+def test_entry_content_sorts_and_dedupes_references():
+    a, b = SourceRef("src_b", "1" * 64), SourceRef("src_a", "2" * 64)
+    one = entry_content("fact", "t", (a, b, a), (ArtifactRef("x", 2), ArtifactRef("x", 1)))
+    two = entry_content("fact", "t", (b, a), (ArtifactRef("x", 1), ArtifactRef("x", 2)))
+    assert one == two
+    assert [s["name"] for s in one["sources"]] == ["src_a", "src_b"]
+
+
+def test_hash_covers_kind_text_and_references_only():
+    base = canonical.entry_content_hash(entry_content("fact", "t", (), ()))
+    assert base != canonical.entry_content_hash(entry_content("decision", "t", (), ()))
+    assert base != canonical.entry_content_hash(entry_content("fact", "u", (), ()))
+    assert base != canonical.entry_content_hash(entry_content("fact", "t", (SourceRef("s", "0" * 64),), ()))
+
+
+def test_minted_ids_are_ascii_bounded_and_unique():
+    ids = canonical.IdMinter()
+    minted = {ids.entry_id() for _ in range(1000)}
+    assert len(minted) == 1000
+    assert all(canonical.is_valid_id(i) and i.startswith("mem_ent_") for i in minted)
+    assert canonical.is_valid_id(ids.artifact_id()) and ids.entry_version_id().startswith("mem_ver_")
+    assert not canonical.is_valid_id("has space") and not canonical.is_valid_id("x" * 129) and not canonical.is_valid_id("é")
