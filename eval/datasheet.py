@@ -1,0 +1,205 @@
+"""Generated counts for corpus datasheets.
+
+    python -m powercontext.eval.datasheet datasets/<corpus> [--check]
+
+rewrites the section between ``<!-- counts:begin -->`` and ``<!-- counts:end -->`` of
+``datasets/<corpus>/README.md``; with ``--check`` it changes nothing and exits 1 if
+the section is out of date. Counts are generated, never typed, because a datasheet
+whose numbers drift from its data misleads exactly the reader who trusts it.
+``totals()`` sums the counts over every bundled corpus for reports and for the test
+that holds the corpora to the targets of datasets/FORMAT.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from powercontext.eval.datasets import (
+    KINDS,
+    LANGS,
+    MEMORIES,
+    SPLITS,
+    STATES,
+    TAGS,
+    Corpus,
+    DatasetError,
+    discover,
+    validate,
+)
+
+__all__ = ["BEGIN", "END", "Counts", "counts", "main", "render", "totals", "update_readme"]
+
+BEGIN, END = "<!-- counts:begin -->", "<!-- counts:end -->"
+SEARCHED = ("repo", "user", "repo+user")
+
+
+@dataclass(frozen=True, eq=False)
+class Counts:
+    """Plain counters for one corpus, or summed over several with ``+``."""
+
+    corpora: int = 0
+    entries: int = 0
+    queries: int = 0
+    judgements: int = 0
+    chinese: int = 0  # entries whose text contains CJK ideographs
+    with_history: int = 0
+    positive: int = 0  # queries with at least one judgement
+    cjk_or_cross_lingual: int = 0  # queries tagged cjk, cross-lingual or both
+    memory: Counter = field(default_factory=Counter)
+    kind: Counter = field(default_factory=Counter)
+    state: Counter = field(default_factory=Counter)
+    tag: Counter = field(default_factory=Counter)
+    lang: Counter = field(default_factory=Counter)
+    split: Counter = field(default_factory=Counter)
+    searched: Counter = field(default_factory=Counter)  # "repo", "user", "repo+user"
+    grade: Counter = field(default_factory=Counter)
+    tag_split: Counter = field(default_factory=Counter)  # (tag, split) -> queries
+
+    def __add__(self, other: Counts) -> Counts:
+        summed = {f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(Counts)}
+        return Counts(**summed)
+
+    def share(self, tag: str) -> float:
+        """Fraction of queries carrying ``tag`` (tags overlap, shares do not sum to 1)."""
+        return self.tag[tag] / self.queries if self.queries else 0.0
+
+
+def counts(corpus: Corpus) -> Counts:
+    """Count one validated corpus."""
+    queries = corpus.queries
+    return Counts(
+        corpora=1,
+        entries=len(corpus.memories),
+        queries=len(queries),
+        judgements=sum(len(g) for g in corpus.qrels.values()),
+        chinese=sum(e.is_chinese for e in corpus.memories),
+        with_history=sum(bool(e.history) for e in corpus.memories),
+        positive=sum(q.is_positive for q in queries),
+        cjk_or_cross_lingual=sum(bool({"cjk", "cross-lingual"} & set(q.tags)) for q in queries),
+        memory=Counter(e.memory for e in corpus.memories),
+        kind=Counter(e.kind for e in corpus.memories),
+        state=Counter(e.state for e in corpus.memories),
+        tag=Counter(t for q in queries for t in q.tags),
+        lang=Counter(q.lang for q in queries),
+        split=Counter(q.split for q in queries),
+        searched=Counter("+".join(m for m in MEMORIES if m in q.memories) for q in queries),
+        grade=Counter(g for grades in corpus.qrels.values() for g in grades.values()),
+        tag_split=Counter((t, q.split) for q in queries for t in q.tags),
+    )
+
+
+def totals(root: str | Path = "datasets", paths: Iterable[str | Path] | None = None) -> Counts:
+    """Counts summed over the corpora in ``paths`` (default: every corpus under ``root``)."""
+    result = Counts()
+    for path in discover(root) if paths is None else paths:
+        result = result + counts(validate(path))
+    return result
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "–"
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[object, ...]]) -> list[str]:
+    align = ["---"] + ["---:"] * (len(header) - 1)  # labels left, numbers right
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def render(c: Counts) -> str:
+    """The counts as Markdown (the text placed between the README markers)."""
+    n, q = c.entries, c.queries
+    out = [
+        f"**{n} entries** ({c.state['inactive']} inactive, {c.chinese} in Chinese, "
+        f"{c.with_history} with history) and **{q} queries** ({c.positive} with judgements, "
+        f"{q - c.positive} with an empty ideal answer; {c.judgements} judgements).",
+        "",
+        "### Entries",
+        "",
+    ]
+    rows: list[tuple[object, ...]] = []
+    rows += [(f"memory `{m}`", c.memory[m], _pct(c.memory[m], n)) for m in MEMORIES]
+    rows += [(f"kind `{k}`", c.kind[k], _pct(c.kind[k], n)) for k in KINDS]
+    rows += [(f"state `{s}`", c.state[s], _pct(c.state[s], n)) for s in STATES]
+    rows += [("Chinese text", c.chinese, _pct(c.chinese, n))]
+    rows += [("with history", c.with_history, _pct(c.with_history, n))]
+    rows += [("**total**", n, _pct(n, n))]
+    out += _table(("entries", "count", "share"), rows)
+
+    overlap = "Tags overlap: a query may carry several, so tag shares do not add up."
+    out += ["### Queries", "", overlap, ""]
+    rows = [(f"tag `{t}`", c.tag[t], _pct(c.tag[t], q)) for t in TAGS]
+    either = c.cjk_or_cross_lingual
+    rows += [("tag `cjk` or `cross-lingual`", either, _pct(either, q))]
+    rows += [(f"lang `{lang}`", c.lang[lang], _pct(c.lang[lang], q)) for lang in LANGS]
+    rows += [(f"split `{s}`", c.split[s], _pct(c.split[s], q)) for s in SPLITS]
+    rows += [(f"searches `{s}`", c.searched[s], _pct(c.searched[s], q)) for s in SEARCHED]
+    rows += [("**total**", q, _pct(q, q))]
+    out += _table(("queries", "count", "share"), rows)
+
+    out += ["### Judgements (qrels)", ""]
+    rows = [(f"grade {g}", c.grade[g], _pct(c.grade[g], c.judgements)) for g in (3, 2, 1)]
+    rows += [("**total**", c.judgements, _pct(c.judgements, c.judgements))]
+    out += _table(("judgements", "count", "share"), rows)
+
+    out += ["### Tags by split", ""]
+    rows = [(f"`{t}`", *(c.tag_split[t, s] for s in SPLITS), c.tag[t]) for t in TAGS]
+    out += _table(("tag", *SPLITS, "total"), rows)
+    return "\n".join(out)
+
+
+def update_readme(corpus_path: str | Path, *, check: bool = False) -> bool:
+    """Regenerate the counts section of ``<corpus>/README.md``. Returns True if the
+    section was out of date (and, unless ``check``, has now been rewritten)."""
+    corpus = validate(corpus_path)
+    readme = Path(corpus_path) / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        raise ValueError(f"{readme}: missing {BEGIN} ... {END} markers")
+    section = f"{BEGIN}\n{render(counts(corpus))}\n{END}"
+    new = text[:start] + section + text[end + len(END) :]
+    if new == text:
+        return False
+    if not check:
+        readme.write_text(new, encoding="utf-8")
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m powercontext.eval.datasheet",
+        description="Regenerate the counts section of corpus datasheets (README.md).",
+    )
+    parser.add_argument(
+        "corpora", nargs="+", type=Path, help="corpus folders, e.g. datasets/atlas-etl"
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="change nothing; exit 1 if a README is out of date"
+    )
+    args = parser.parse_args(argv)
+    status = 0
+    for path in args.corpora:
+        try:
+            stale = update_readme(path, check=args.check)
+        except (DatasetError, ValueError, OSError) as exc:
+            print(exc, file=sys.stderr)
+            status = 2
+            continue
+        if stale and args.check:
+            print(f"{path}/README.md: counts out of date; "
+                  f"run python -m powercontext.eval.datasheet {path}")
+            status = max(status, 1)
+        else:
+            print(f"{path}/README.md: {'updated' if stale else 'up to date'}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
