@@ -4,13 +4,15 @@ project supports, so each conformance test runs against all of them."""
 from __future__ import annotations
 
 import itertools
+import uuid
+from urllib.parse import urlparse, urlunparse
 
 import pytest
 
 import powercontext as pc
 from powercontext.canonical import IdMinter
 
-BACKENDS = ["sqlite"]
+BACKENDS = ["sqlite", "oceanbase"]
 
 
 class ReadableIds(IdMinter):
@@ -38,23 +40,61 @@ def backend_name(request) -> str:
     return request.param
 
 
+@pytest.fixture(scope="session")
+def oceanbase_url(tmp_path_factory):
+    """One real OceanBase-kernel server per test session: POWERCONTEXT_OCEANBASE_URL if
+    set, else a seekdb started from the pylibseekdb wheel. Failing to start fails."""
+    from powercontext.backends.seekdb import SeekdbServer, oceanbase_url_from_env
+
+    url = oceanbase_url_from_env()
+    if url:
+        yield url
+        return
+    server = SeekdbServer(tmp_path_factory.mktemp("seekdb"), memory_budget="2G").start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def database_url(server_url: str, database: str) -> str:
+    return urlunparse(urlparse(server_url)._replace(path="/" + database))
+
+
+def drop_database(server_url: str, database: str) -> None:
+    import pymysql
+
+    p = urlparse(server_url)
+    con = pymysql.connect(host=p.hostname, port=p.port, user=p.username or "root", password=p.password or "", autocommit=True)
+    try:
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+    finally:
+        con.close()
+
+
 @pytest.fixture
-async def open_service(backend_name, tmp_path):
+async def open_service(request, backend_name, tmp_path):
     """A factory: ``await open_service(**service_options)`` → a fresh service on a
     fresh database of the parametrized backend. Closed at teardown."""
-    opened = []
+    opened, databases = [], []
+    server_url = request.getfixturevalue("oceanbase_url") if backend_name == "oceanbase" else None
 
     async def factory(**options):
         if backend_name == "sqlite":
             svc = await pc.open(str(tmp_path / f"memory{len(opened)}.db"), **options)
-        else:  # pragma: no cover - filled in by the OceanBase fixture
-            raise AssertionError(backend_name)
+        else:
+            database = "pc_" + uuid.uuid4().hex[:16]
+            databases.append(database)
+            svc = await pc.open(database_url(server_url, database), **options)
         opened.append(svc)
         return svc
 
     yield factory
     for svc in opened:
         await svc.close()
+    for database in databases:
+        drop_database(server_url, database)
 
 
 @pytest.fixture

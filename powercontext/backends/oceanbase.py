@@ -1,0 +1,449 @@
+"""OceanBase backend (MySQL mode, 4.3.5.3+): pymysql, FULLTEXT WITH PARSER SPACE and an
+HNSW vector index on ``memory_entry_heads``, head CAS in a transaction.
+
+Only SQL and the driver live here; every domain rule is in ``base.py``. Facts this
+adapter relies on were measured on a seekdb server (see OCEANBASE_NOTES.md):
+
+* identity and hash columns are ``utf8mb4_bin`` (this server has no ``ascii`` charset;
+  the binary collation keeps ``Alpha`` and ``alpha`` distinct);
+* the SPACE parser needs ``min_token_size=1`` or two-letter terms (``uv``, ``go``) are
+  never indexed; its stop words are the ones Analyzer v1 already drops;
+* the lock-wait bound is ``ob_trx_lock_timeout`` (µs); ``innodb_lock_wait_timeout`` is
+  accepted but ignored, and the default is to wait without limit;
+* statements are READ COMMITTED snapshots, so search re-reads heads after the channel
+  queries (done in the base class).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import struct
+import threading
+from typing import Any, Iterator, Sequence
+from urllib.parse import unquote, urlparse
+
+from .. import analyzer
+from ..errors import BackendUnavailableError
+from ..model import EmbeddingProfile
+from .base import DatabaseMemoryBackend
+
+MIN_VERSION = (4, 3, 5, 3)
+SCHEMA_VERSION = "1"
+LOCK_TIMEOUT_US = 10_000_000
+QUERY_TIMEOUT_US = 60_000_000
+HNSW_EF_SEARCH = 200
+ID = "VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+HASH = "CHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+BIN_TEXT = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+ER_DUP_ENTRY = 1062
+
+_CORE_DDL = [
+    f"""CREATE TABLE IF NOT EXISTS powercontext_schema (
+        `key` VARCHAR(64) {BIN_TEXT} NOT NULL PRIMARY KEY,
+        value LONGTEXT {BIN_TEXT} NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS sources (
+        name {ID} NOT NULL PRIMARY KEY,
+        content_hash {HASH} NOT NULL,
+        payload LONGTEXT {BIN_TEXT} NOT NULL)""",
+    f"""CREATE TABLE IF NOT EXISTS artifact_revisions (
+        artifact_id {ID} NOT NULL,
+        revision BIGINT NOT NULL,
+        family VARCHAR(64) {BIN_TEXT} NOT NULL,
+        content LONGTEXT {BIN_TEXT} NOT NULL,
+        content_hash {HASH} NOT NULL,
+        lineage LONGTEXT {BIN_TEXT} NOT NULL,
+        PRIMARY KEY (artifact_id, revision))""",
+    f"""CREATE TABLE IF NOT EXISTS artifact_heads (
+        artifact_id {ID} NOT NULL,
+        revision BIGINT NOT NULL,
+        PRIMARY KEY (artifact_id),
+        CONSTRAINT fk_artifact_heads_revision FOREIGN KEY (artifact_id, revision)
+            REFERENCES artifact_revisions (artifact_id, revision))""",
+    f"""CREATE TABLE IF NOT EXISTS memory_entry_versions (
+        memory_artifact_id {ID} NOT NULL,
+        entry_id {ID} NOT NULL,
+        entry_version_id {ID} NOT NULL,
+        version BIGINT NOT NULL,
+        previous_version_id {ID},
+        kind VARCHAR(64) {BIN_TEXT} NOT NULL,
+        text TEXT {BIN_TEXT} NOT NULL,
+        source_refs LONGTEXT {BIN_TEXT} NOT NULL,
+        artifact_refs LONGTEXT {BIN_TEXT} NOT NULL,
+        entry_content_hash {HASH} NOT NULL,
+        created_in_revision BIGINT NOT NULL,
+        PRIMARY KEY (entry_version_id),
+        UNIQUE KEY uk_memory_entry_versions_number (memory_artifact_id, entry_id, version),
+        UNIQUE KEY uk_memory_entry_versions_identity (memory_artifact_id, entry_id, entry_version_id),
+        KEY idx_memory_entry_versions_hash (memory_artifact_id, entry_content_hash),
+        CONSTRAINT fk_memory_entry_versions_previous FOREIGN KEY (previous_version_id)
+            REFERENCES memory_entry_versions (entry_version_id),
+        CONSTRAINT fk_memory_entry_versions_revision FOREIGN KEY (memory_artifact_id, created_in_revision)
+            REFERENCES artifact_revisions (artifact_id, revision))""",
+]
+
+_HEADS_DDL = """CREATE TABLE IF NOT EXISTS memory_entry_heads (
+    projection_id BIGINT NOT NULL AUTO_INCREMENT,
+    memory_artifact_id {ID} NOT NULL,
+    head_revision BIGINT NOT NULL,
+    entry_id {ID} NOT NULL,
+    entry_version_id {ID} NOT NULL,
+    entry_content_hash {HASH} NOT NULL,
+    searchable_text TEXT {BIN_TEXT} NOT NULL,
+    embedding_content_hash {HASH},
+    {vector_column}
+    PRIMARY KEY (projection_id),
+    UNIQUE KEY uk_memory_entry_heads_entry (memory_artifact_id, entry_id),
+    KEY idx_memory_entry_heads_version (entry_version_id),
+    FULLTEXT INDEX ftx_memory_entry_heads_text (searchable_text)
+        WITH PARSER SPACE PARSER_PROPERTIES=(min_token_size=1),
+    {vector_index}
+    CONSTRAINT fk_memory_entry_heads_version FOREIGN KEY (memory_artifact_id, entry_id, entry_version_id)
+        REFERENCES memory_entry_versions (memory_artifact_id, entry_id, entry_version_id))"""
+
+
+def parse_url(url: str) -> dict[str, Any]:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("oceanbase", "mysql"):
+        raise BackendUnavailableError(f"not an OceanBase URL: {url!r}")
+    database = parsed.path.lstrip("/")
+    if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", database or ""):
+        raise BackendUnavailableError(
+            f"{url!r} names no usable database: use oceanbase://user[:password]@host:port/database "
+            "(letters, digits and _)"
+        )
+    return dict(
+        host=parsed.hostname or "127.0.0.1",
+        port=parsed.port or 2881,
+        user=unquote(parsed.username or "root"),
+        password=unquote(parsed.password or ""),
+        database=database,
+    )
+
+
+def vector_literal(values: Sequence[float]) -> bytes:
+    """Little-endian float32 bytes: OceanBase accepts them for VECTOR columns and they
+    are ~5× smaller than the JSON text form."""
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+class OceanBaseMemoryBackend(DatabaseMemoryBackend):
+    name = "oceanbase"
+    max_workers = 4
+
+    def __init__(self, url: str, embedding_profile: EmbeddingProfile | None = None, *, create_database: bool = True) -> None:
+        super().__init__(embedding_profile)
+        import pymysql
+
+        self._pymysql = pymysql
+        self._params = parse_url(url)
+        self.url = url
+        self._local = threading.local()
+        self._connections: list[Any] = []
+        self._connections_lock = threading.Lock()
+        self._vector_column = False
+        if create_database:
+            self._create_database()
+        self._executor.submit(self._setup_sync).result()
+
+    # ------------------------------------------------------------- connections
+
+    def _raw_connect(self, database: str | None):
+        p = self._params
+        try:
+            return self._pymysql.connect(
+                host=p["host"], port=p["port"], user=p["user"], password=p["password"],
+                database=database, autocommit=True, charset="utf8mb4", connect_timeout=10,
+            )
+        except self._pymysql.err.OperationalError as exc:
+            raise BackendUnavailableError(
+                f"cannot reach OceanBase at {p['host']}:{p['port']} as {p['user']!r}: {exc.args[-1]}. "
+                "Start one with `python -m powercontext.backends.seekdb start` or set POWERCONTEXT_OCEANBASE_URL"
+            ) from exc
+
+    def _create_database(self) -> None:
+        con = self._raw_connect(None)
+        try:
+            with con.cursor() as cur:
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS `{self._params['database']}`")
+        finally:
+            con.close()
+
+    def _connection(self):
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._raw_connect(self._params["database"])
+            with con.cursor() as cur:
+                cur.execute(f"SET ob_trx_lock_timeout = {LOCK_TIMEOUT_US}")
+                cur.execute(f"SET ob_query_timeout = {QUERY_TIMEOUT_US}")
+                cur.execute(f"SET ob_hnsw_ef_search = {HNSW_EF_SEARCH}")
+            self._local.con = con
+            with self._connections_lock:
+                self._connections.append(con)
+        return con
+
+    @contextlib.contextmanager
+    def _transaction(self, write: bool) -> Iterator[Any]:
+        con = self._connection()
+        con.begin()
+        cur = con.cursor()
+        try:
+            yield cur
+        except BaseException:
+            con.rollback()
+            raise
+        else:
+            con.commit()
+        finally:
+            cur.close()
+
+    def _close_sync(self) -> None:
+        with self._connections_lock:
+            for con in self._connections:
+                with contextlib.suppress(Exception):
+                    con.close()
+            self._connections.clear()
+
+    async def close(self) -> None:
+        # Connections belong to worker threads; close them all from one place.
+        if self._closed:
+            return
+        self._close_sync()
+        self._closed = True
+        self._executor.shutdown(wait=True)
+
+    def _is_unique_violation(self, exc: BaseException) -> bool:
+        return isinstance(exc, self._pymysql.err.IntegrityError) and exc.args and exc.args[0] == ER_DUP_ENTRY
+
+    # ------------------------------------------------------------- schema and probes
+
+    def _setup_sync(self) -> None:
+        with self._transaction(write=False) as cur:
+            try:
+                cur.execute("SELECT ob_version()")
+            except self._pymysql.err.MySQLError as exc:
+                raise BackendUnavailableError(f"{self._params['host']}:{self._params['port']} is not OceanBase: {exc}") from exc
+            version_text = cur.fetchone()[0]
+            # Full OceanBase tenants report their mode here; seekdb has no such
+            # variable because it only speaks MySQL mode.
+            cur.execute("SHOW VARIABLES LIKE 'ob_compatibility_mode'")
+            row = cur.fetchone()
+            mode = "MYSQL" if row is None else row[1]
+        version = tuple(int(x) for x in re.findall(r"\d+", version_text)[:4])
+        if version < MIN_VERSION:
+            raise BackendUnavailableError(f"OceanBase {version_text} is too old: PowerContext needs 4.3.5.3+")
+        if str(mode).upper() != "MYSQL":
+            raise BackendUnavailableError(f"the tenant is in {mode} mode; PowerContext needs a MySQL-mode tenant")
+        con = self._connection()
+        with con.cursor() as cur:  # DDL is auto-committed in MySQL mode
+            for ddl in _CORE_DDL:
+                cur.execute(ddl)
+            cur.execute("SELECT `key`, value FROM powercontext_schema")
+            stored = dict(cur.fetchall())
+            stored_profile = stored.get("embedding_profile")
+            if stored_profile is not None and self.embedding_profile is not None:
+                if json.loads(stored_profile) != self.embedding_profile.to_canonical():
+                    old = json.loads(stored_profile)
+                    raise BackendUnavailableError(
+                        f"database {self._params['database']!r} was created for embedding profile "
+                        f"{old['profile_id']!r} ({old['dimension']} dims); it cannot be opened with "
+                        f"{self.embedding_profile.profile_id!r} ({self.embedding_profile.dimension} dims). "
+                        "Changing the profile needs an offline migration and rebuild."
+                    )
+            cur.execute("SHOW TABLES LIKE 'memory_entry_heads'")
+            heads_exist = cur.fetchone() is not None
+            profile = self.embedding_profile if stored_profile is None else EmbeddingProfile(**json.loads(stored_profile))
+            if not heads_exist:
+                cur.execute(self._heads_ddl(profile if stored or profile else None))
+            if not stored:
+                cur.execute(
+                    "INSERT INTO powercontext_schema (`key`, value) VALUES ('schema_version', %s), ('analyzer', %s)",
+                    (SCHEMA_VERSION, analyzer.ANALYZER_VERSION),
+                )
+            elif stored.get("analyzer") != analyzer.ANALYZER_VERSION:
+                raise BackendUnavailableError(
+                    f"database indexed with analyzer {stored.get('analyzer')}, this library uses {analyzer.ANALYZER_VERSION}"
+                )
+            if stored_profile is None and self.embedding_profile is not None:
+                if heads_exist:
+                    self._adopt_vector_column(cur, self.embedding_profile)
+                cur.execute(
+                    "INSERT INTO powercontext_schema (`key`, value) VALUES ('embedding_profile', %s)",
+                    (json.dumps(self.embedding_profile.to_canonical(), sort_keys=True),),
+                )
+                stored_profile = "set"
+            self._vector_column = stored_profile is not None
+        self._probe_fulltext()
+
+    @staticmethod
+    def _heads_ddl(profile: EmbeddingProfile | None) -> str:
+        vector_column = vector_index = ""
+        if profile is not None:
+            vector_column = f"embedding VECTOR({int(profile.dimension)}),"
+            vector_index = "VECTOR INDEX vidx_memory_entry_heads_embedding (embedding) WITH (distance=L2, type=hnsw),"
+        return _HEADS_DDL.format(ID=ID, HASH=HASH, BIN_TEXT=BIN_TEXT, vector_column=vector_column, vector_index=vector_index)
+
+    @staticmethod
+    def _adopt_vector_column(cur, profile: EmbeddingProfile) -> None:
+        """A database created without a profile adopts one once (its vector
+        projection is then incomplete until rebuild_projections())."""
+        cur.execute(f"ALTER TABLE memory_entry_heads ADD COLUMN embedding VECTOR({int(profile.dimension)})")
+        cur.execute(
+            "CREATE VECTOR INDEX vidx_memory_entry_heads_embedding ON memory_entry_heads (embedding) "
+            "WITH (distance=L2, type=hnsw)"
+        )
+
+    def _probe_fulltext(self) -> None:
+        """A real insert/match/delete round trip on a scratch table with the same
+        parser settings: capability comes from behaviour, not from the version string."""
+        con = self._connection()
+        with con.cursor() as cur:
+            cur.execute(
+                f"CREATE TABLE IF NOT EXISTS powercontext_fts_probe (id BIGINT PRIMARY KEY, t TEXT {BIN_TEXT} NOT NULL, "
+                "FULLTEXT INDEX ftx_probe (t) WITH PARSER SPACE PARSER_PROPERTIES=(min_token_size=1))"
+            )
+        with self._transaction(write=True) as cur:
+            cur.execute("REPLACE INTO powercontext_fts_probe (id, t) VALUES (1, 'u_4e2d uv probe')")
+            cur.execute("SELECT id FROM powercontext_fts_probe WHERE MATCH(t) AGAINST (%s IN NATURAL LANGUAGE MODE)", ("uv",))
+            hits = cur.fetchall()
+            cur.execute("DELETE FROM powercontext_fts_probe WHERE id = 1")
+        if [tuple(h) for h in hits] != [(1,)]:
+            raise BackendUnavailableError(
+                "OceanBase FULLTEXT probe failed: the SPACE parser did not index two-letter analyzer tokens"
+            )
+
+    # ------------------------------------------------------------- heads and revisions
+
+    @staticmethod
+    def _marks(n: int) -> str:
+        return ",".join(["%s"] * n)
+
+    def _read_head(self, tx, artifact_id):
+        tx.execute("SELECT revision FROM artifact_heads WHERE artifact_id = %s", (artifact_id,))
+        row = tx.fetchone()
+        return None if row is None else int(row[0])
+
+    def _read_heads(self, tx, artifact_ids):
+        tx.execute(f"SELECT artifact_id, revision FROM artifact_heads WHERE artifact_id IN ({self._marks(len(artifact_ids))})", tuple(artifact_ids))
+        return {a: int(r) for a, r in tx.fetchall()}
+
+    def _list_heads(self, tx):
+        tx.execute("SELECT artifact_id, revision FROM artifact_heads")
+        return [(a, int(r)) for a, r in tx.fetchall()]
+
+    def _read_revision(self, tx, artifact_id, revision):
+        tx.execute(
+            "SELECT content, content_hash, lineage FROM artifact_revisions WHERE artifact_id = %s AND revision = %s",
+            (artifact_id, revision),
+        )
+        return tx.fetchone()
+
+    def _read_revision_range(self, tx, artifact_id, lo, hi):
+        tx.execute(
+            "SELECT revision, content, content_hash FROM artifact_revisions "
+            "WHERE artifact_id = %s AND revision BETWEEN %s AND %s ORDER BY revision",
+            (artifact_id, lo, hi),
+        )
+        return [(int(r), c, h) for r, c, h in tx.fetchall()]
+
+    def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage):
+        tx.execute(
+            "INSERT INTO artifact_revisions (artifact_id, revision, family, content, content_hash, lineage) "
+            "VALUES (%s, %s, %s, %s, %s, %s)",
+            (artifact_id, revision, family, content, content_hash, lineage),
+        )
+
+    def _insert_head(self, tx, artifact_id, revision):
+        tx.execute("INSERT INTO artifact_heads (artifact_id, revision) VALUES (%s, %s)", (artifact_id, revision))
+
+    def _cas_head(self, tx, artifact_id, base, next_revision):
+        return tx.execute(
+            "UPDATE artifact_heads SET revision = %s WHERE artifact_id = %s AND revision = %s",
+            (next_revision, artifact_id, base),
+        )
+
+    # ------------------------------------------------------------- entry versions
+
+    _VERSION_COLUMNS = (
+        "memory_artifact_id, entry_id, entry_version_id, version, previous_version_id, kind, text, "
+        "source_refs, artifact_refs, entry_content_hash, created_in_revision"
+    )
+
+    def _read_versions(self, tx, version_ids):
+        tx.execute(
+            f"SELECT {self._VERSION_COLUMNS} FROM memory_entry_versions WHERE entry_version_id IN ({self._marks(len(version_ids))})",
+            tuple(version_ids),
+        )
+        return tx.fetchall()
+
+    def _read_entry_versions(self, tx, artifact_id, entry_id):
+        tx.execute(
+            f"SELECT {self._VERSION_COLUMNS} FROM memory_entry_versions WHERE memory_artifact_id = %s AND entry_id = %s",
+            (artifact_id, entry_id),
+        )
+        return tx.fetchall()
+
+    def _existing_version_ids(self, tx, version_ids):
+        if not version_ids:
+            return set()
+        tx.execute(
+            f"SELECT entry_version_id FROM memory_entry_versions WHERE entry_version_id IN ({self._marks(len(version_ids))})",
+            tuple(version_ids),
+        )
+        return {r[0] for r in tx.fetchall()}
+
+    def _insert_version(self, tx, row):
+        tx.execute(f"INSERT INTO memory_entry_versions ({self._VERSION_COLUMNS}) VALUES ({self._marks(11)})", row)
+
+    # ------------------------------------------------------------- sources
+
+    def _read_source(self, tx, name):
+        tx.execute("SELECT payload, content_hash FROM sources WHERE name = %s", (name,))
+        return tx.fetchone()
+
+    def _insert_source(self, tx, name, content_hash, payload):
+        tx.execute("INSERT INTO sources (name, content_hash, payload) VALUES (%s, %s, %s)", (name, content_hash, payload))
+
+    # ------------------------------------------------------------- projections
+
+    def _put_projection(self, tx, artifact_id, head_revision, entry_id, version_id, content_hash, searchable_text, vector):
+        embedding_hash, values = (None, None) if vector is None else (vector[0], vector_literal(vector[1]))
+        columns = "head_revision = %s, entry_version_id = %s, entry_content_hash = %s, searchable_text = %s, embedding_content_hash = %s"
+        params: list[Any] = [head_revision, version_id, content_hash, searchable_text, embedding_hash]
+        if self._vector_column:
+            columns += ", embedding = %s"  # NULL when no vector: never keep a stale one
+            params.append(values)
+        updated = tx.execute(
+            f"UPDATE memory_entry_heads SET {columns} WHERE memory_artifact_id = %s AND entry_id = %s",
+            (*params, artifact_id, entry_id),
+        )
+        if updated == 0:
+            names = "memory_artifact_id, entry_id, head_revision, entry_version_id, entry_content_hash, searchable_text, embedding_content_hash"
+            if self._vector_column:
+                names += ", embedding"
+            tx.execute(
+                f"INSERT INTO memory_entry_heads ({names}) VALUES ({self._marks(len(params) + 2)})",
+                (artifact_id, entry_id, *params),
+            )
+
+    def _delete_projection(self, tx, artifact_id, entry_id):
+        tx.execute("DELETE FROM memory_entry_heads WHERE memory_artifact_id = %s AND entry_id = %s", (artifact_id, entry_id))
+
+    def _set_projection_revision(self, tx, artifact_id, revision):
+        tx.execute("UPDATE memory_entry_heads SET head_revision = %s WHERE memory_artifact_id = %s", (revision, artifact_id))
+
+    # ------------------------------------------------------------- search
+
+    def _fts_query(self, tx, artifact_ids, terms, k):
+        # Natural-language mode ORs the space-separated analyzer tokens; no operator
+        # syntax is ever sent.
+        text = " ".join(terms)
+        tx.execute(
+            "SELECT memory_artifact_id, entry_id, entry_version_id, entry_content_hash, searchable_text, "
+            "MATCH(searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score FROM memory_entry_heads "
+            f"WHERE MATCH(searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AND memory_artifact_id IN ({self._marks(len(artifact_ids))}) "
+            "ORDER BY score DESC, memory_artifact_id, entry_id LIMIT %s",
+            (text, text, *artifact_ids, k),
+        )
+        return [tuple(row[:5]) for row in tx.fetchall()]
