@@ -52,3 +52,13 @@ class InvalidRuntimeRequestError(PowerContextError, ValueError):
 
 class BackendUnavailableError(PowerContextError):
     """The database could not be opened or does not meet the minimum requirements."""
+
+
+class EmbeddingUnavailableError(PowerContextError):
+    """The embedding model cannot run right now (not installed, failed to load, …).
+    Writes still commit with full-text only; vector search waits for a rebuild."""
+
+
+class InvalidEmbeddingError(PowerContextError, ValueError):
+    """An embedding result was empty, had the wrong dimension, contained NaN/Infinity,
+    was not unit-normalized, or came from another profile. Nothing was written."""

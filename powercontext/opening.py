@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 from urllib.parse import urlparse
 
+from .embedding import resolve as resolve_embedding
 from .errors import InvalidMemoryRequestError
 from .memory.service import MemoryService
 
@@ -31,18 +32,20 @@ async def open(target: Any, embedding: Any = None, **service_options: Any) -> Me
     """
     if not isinstance(target, str):
         target = str(target)
+    model = resolve_embedding(embedding)
+    profile = None if model is None else model.profile
     path = _sqlite_path(target)
     if path is not None:
         from .backends.sqlite import SQLiteMemoryBackend
 
-        backend = await asyncio.to_thread(SQLiteMemoryBackend, path, None)
-        return MemoryService(backend, **service_options)
+        backend = await asyncio.to_thread(SQLiteMemoryBackend, path, profile)
+        return MemoryService(backend, embedding=model, **service_options)
     scheme = urlparse(target).scheme
     if scheme in ("oceanbase", "mysql"):
         from .backends.oceanbase import OceanBaseMemoryBackend
 
-        backend = await asyncio.to_thread(OceanBaseMemoryBackend, target, None)
-        return MemoryService(backend, **service_options)
+        backend = await asyncio.to_thread(OceanBaseMemoryBackend, target, profile)
+        return MemoryService(backend, embedding=model, **service_options)
     raise InvalidMemoryRequestError(
         f"cannot open {target!r}: use a SQLite path, sqlite:///path.db, :memory: or oceanbase://user@host:port/db"
     )

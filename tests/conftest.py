@@ -41,6 +41,16 @@ def backend_name(request) -> str:
 
 
 @pytest.fixture(scope="session")
+def minilm():
+    """The real all-MiniLM-L6-v2 model from the offline package, loaded once."""
+    from powercontext.embedding import SentenceTransformerEmbedding
+
+    model = SentenceTransformerEmbedding()
+    model.encode(["warm up"])
+    return model
+
+
+@pytest.fixture(scope="session")
 def oceanbase_url(tmp_path_factory):
     """One real OceanBase-kernel server per test session: POWERCONTEXT_OCEANBASE_URL if
     set, else a seekdb started from the pylibseekdb wheel. Failing to start fails."""

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from .. import analyzer, canonical
+from ..embedding import check_vector
 from ..errors import (
     ArtifactNotFoundError,
     CapabilityNotSupportedError,
     InvalidCitationError,
+    InvalidEmbeddingError,
     InvalidMemoryRequestError,
     MemoryEntryNotFoundError,
     RevisionConflictError,
@@ -568,9 +570,26 @@ class DatabaseMemoryBackend(ABC):
             raise InvalidMemoryRequestError(f"new versions not referenced by the manifest: {sorted(unused)}")
         for entry_id in set(changes) - set(new_items):
             raise InvalidMemoryRequestError(f"change for {entry_id!r}, which is not in the manifest")
-        for version_id in plan.vectors:
-            if version_id not in {i.entry_version_id for i in content.manifest.active}:
+        self._validate_vectors(plan.vectors, {i.entry_version_id: i for i in content.manifest.active})
+
+    def _validate_vectors(self, vectors: Mapping[str, tuple[str, tuple[float, ...]]], active: Mapping[str, Any]) -> None:
+        """A vector may enter a projection only for an active head version, with the
+        embedding hash of (this deployment's profile, that version's content hash) and
+        values that pass the profile's checks."""
+        if vectors and self.embedding_profile is None:
+            raise CapabilityNotSupportedError("this database has no vector projection; vectors cannot be written")
+        for version_id, (embedding_hash, values) in vectors.items():
+            item = active.get(version_id)
+            if item is None:
                 raise InvalidMemoryRequestError(f"vector for {version_id!r}, which is not an active head version")
+            if embedding_hash != self.expected_embedding_hash(item.entry_content_hash):
+                raise InvalidEmbeddingError(
+                    f"vector for {version_id!r} was computed for another profile or other content"
+                )
+            check_vector(values, self.embedding_profile)
+
+    def expected_embedding_hash(self, entry_hash: str) -> str:
+        return canonical.embedding_content_hash(self.embedding_profile.to_canonical(), entry_hash)
 
     def _validate_new_version(self, v, plan, item, pred, op_sources, op_artifacts) -> None:
         where = f"entry {v.entry_id!r}"
@@ -635,6 +654,33 @@ class DatabaseMemoryBackend(ABC):
             )
         self._set_projection_revision(tx, plan.artifact_id, plan.next_revision)
 
+    # ---------------------------------------------------------------- rebuild
+
+    async def rebuild(self, ref: ArtifactRef, vectors: Mapping[str, tuple[str, tuple[float, ...]]]) -> int:
+        return await self._run(self._rebuild_sync, ref, vectors)
+
+    def _rebuild_sync(self, ref: ArtifactRef, vectors) -> int:
+        """Rebuild every projection of one Memory from its authoritative head: manifest
+        membership and canonical hashes are re-validated; nothing else is trusted."""
+        with self._transaction(write=True) as tx:
+            head = self._read_head(tx, ref.artifact_id)
+            if head != ref.revision:
+                raise RevisionConflictError(f"{ref} is no longer the head (Revision {head}); rebuild the new head")
+            revision = self._revision(tx, ref)
+            active = revision.manifest.active
+            versions = self._versions(tx, [i.entry_version_id for i in active])
+            for item in active:
+                self._check_version(versions.get(item.entry_version_id), ref, item)
+            self._validate_vectors(vectors, {i.entry_version_id: i for i in active})
+            self._delete_all_projections(tx, ref.artifact_id)
+            for item in active:
+                self._put_projection(
+                    tx, ref.artifact_id, ref.revision, item.entry_id, item.entry_version_id, item.entry_content_hash,
+                    analyzer.searchable_text(versions[item.entry_version_id].text), vectors.get(item.entry_version_id),
+                )
+        self._invalidate_completeness(ref.artifact_id)
+        return len(active)
+
     # ---------------------------------------------------------------- search
 
     def _retrieve_sync(self, request: RetrievalRequest) -> Retrieval:
@@ -665,8 +711,14 @@ class DatabaseMemoryBackend(ABC):
             elif "fts" in request.channels:
                 raw["fts"] = []
             if "vector" in request.channels:
-                if request.query_vector is None:
-                    raise CapabilityNotSupportedError("vector retrieval needs a query vector")
+                if request.query_vector is None or self.embedding_profile is None:
+                    raise CapabilityNotSupportedError("vector retrieval needs a vector projection and a query vector")
+                check_vector(request.query_vector, self.embedding_profile)
+                for ref in request.memories:  # reconfirmed in the query transaction
+                    if not self._projection_complete(tx, ref.artifact_id):
+                        raise CapabilityNotSupportedError(
+                            f"the vector projection of {ref} is incomplete; run rebuild_projections()"
+                        )
                 raw["vector"] = self._vector_query(tx, ids, request.query_vector, request.pool)
             channels = {name: self._authoritative(tx, name, rows, manifests, request) for name, rows in raw.items()}
             # The head must not have moved while the channel queries ran (READ
@@ -720,24 +772,37 @@ class DatabaseMemoryBackend(ABC):
     # ---------------------------------------------------------------- vectors
 
     def _vector_complete_sync(self, refs: tuple[ArtifactRef, ...]) -> bool:
+        """Is every selected Memory's vector projection complete? Cached per head
+        Revision (a new head is a new key; commits here also invalidate)."""
         if not self._capabilities_sync().vector:
             return False
         missing = [r for r in refs if r not in self._completeness]
         if missing:
             with self._transaction(write=False) as tx:
                 for ref in missing:
-                    complete = self._read_head(tx, ref.artifact_id) == ref.revision and self._vector_projection_complete(tx, ref.artifact_id)
+                    complete = self._read_head(tx, ref.artifact_id) == ref.revision and self._projection_complete(tx, ref.artifact_id)
                     with self._completeness_lock:
                         self._completeness[ref] = complete
         return all(self._completeness[r] for r in refs)
+
+    def _projection_complete(self, tx: Any, artifact_id: str) -> bool:
+        """Complete iff every head row has a vector whose embedding hash matches this
+        profile and the row's content hash (RFC "Vector integrity")."""
+        if self.embedding_profile is None or not self._vector_supported_sync():
+            return False
+        return all(
+            has_vector and embedding_hash == self.expected_embedding_hash(content_hash)
+            for content_hash, embedding_hash, has_vector in self._vector_rows(tx, artifact_id)
+        )
 
     def _invalidate_completeness(self, artifact_id: str) -> None:
         with self._completeness_lock:
             for ref in [r for r in self._completeness if r.artifact_id == artifact_id]:
                 del self._completeness[ref]
 
-    def _vector_projection_complete(self, tx: Any, artifact_id: str) -> bool:
-        return False
+    def _vector_rows(self, tx: Any, artifact_id: str) -> list[tuple[str, str | None, bool]]:
+        """(entry_content_hash, embedding_content_hash, has_vector) per head row."""
+        raise CapabilityNotSupportedError(f"the {self.name} backend has no vector projection configured")
 
     def _vector_query(self, tx: Any, artifact_ids: list[str], vector: tuple[float, ...], k: int) -> list[tuple[Any, ...]]:
         raise CapabilityNotSupportedError(f"the {self.name} backend has no vector projection configured")
@@ -809,6 +874,9 @@ class DatabaseMemoryBackend(ABC):
 
     @abstractmethod
     def _delete_projection(self, tx: Any, artifact_id: str, entry_id: str) -> None: ...
+
+    @abstractmethod
+    def _delete_all_projections(self, tx: Any, artifact_id: str) -> None: ...
 
     @abstractmethod
     def _set_projection_revision(self, tx: Any, artifact_id: str, revision: int) -> None: ...

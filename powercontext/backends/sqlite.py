@@ -172,6 +172,9 @@ class SQLiteMemoryBackend(DatabaseMemoryBackend):
         profile = self.embedding_profile
         if stored is not None:
             self._vector_tables = True
+            # Opened without a model, the database still knows its profile: writes then
+            # leave rows without vectors (incomplete) rather than pretending otherwise.
+            self.embedding_profile = profile or EmbeddingProfile(**json.loads(stored))
             if profile is not None and json.loads(stored) != profile.to_canonical():
                 raise BackendUnavailableError(
                     f"{self.path} was created for embedding profile {json.loads(stored)['profile_id']!r} "
@@ -349,6 +352,15 @@ class SQLiteMemoryBackend(DatabaseMemoryBackend):
             )
             tx.execute("INSERT INTO memory_entry_search_vector (rowid, embedding) VALUES (?, ?)", (pid, _float32(values)))
 
+    def _delete_all_projections(self, tx, artifact_id):
+        pids = [r[0] for r in tx.execute(
+            "SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id = ?", (artifact_id,)
+        )]
+        for pid in pids:
+            self._drop_vector(tx, pid)
+            tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
+        tx.execute("DELETE FROM memory_entry_heads WHERE memory_artifact_id = ?", (artifact_id,))
+
     def _delete_projection(self, tx, artifact_id, entry_id):
         pid = self._projection_id(tx, artifact_id, entry_id)
         if pid is None:
@@ -371,3 +383,45 @@ class SQLiteMemoryBackend(DatabaseMemoryBackend):
             "ORDER BY f.rank, h.memory_artifact_id, h.entry_id LIMIT ?",
             (analyzer.fts5_match_expression(terms), *artifact_ids, k),
         ).fetchall()
+
+    # ------------------------------------------------------------- vectors
+
+    def _vector_supported_sync(self):
+        return self._vector_tables
+
+    def _vector_rows(self, tx, artifact_id):
+        # The anti-join: a head row with no matching metadata (same version and content
+        # hash) or no vec0 row comes back with has_vector = 0.
+        return [
+            (content_hash, embedding_hash, bool(has_vector))
+            for content_hash, embedding_hash, has_vector in tx.execute(
+                "SELECT h.entry_content_hash, m.embedding_content_hash, "
+                "m.projection_id IS NOT NULL AND EXISTS (SELECT 1 FROM memory_entry_search_vector v WHERE v.rowid = h.projection_id) "
+                "FROM memory_entry_heads AS h LEFT JOIN memory_entry_vector_metadata AS m "
+                "ON m.projection_id = h.projection_id AND m.entry_version_id = h.entry_version_id "
+                "AND m.entry_content_hash = h.entry_content_hash WHERE h.memory_artifact_id = ?",
+                (artifact_id,),
+            )
+        ]
+
+    def _vector_query(self, tx, artifact_ids, vector, k):
+        marks = ",".join("?" * len(artifact_ids))
+        return tx.execute(
+            "SELECT h.memory_artifact_id, h.entry_id, h.entry_version_id, h.entry_content_hash, v.distance "
+            "FROM memory_entry_search_vector AS v JOIN memory_entry_heads AS h ON h.projection_id = v.rowid "
+            "WHERE v.embedding MATCH ? AND k = ? AND v.rowid IN "
+            f"(SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id IN ({marks})) "
+            "ORDER BY v.distance, h.memory_artifact_id, h.entry_id",
+            (_float32(vector), k, *artifact_ids),
+        ).fetchall()
+
+    def stored_vector(self, entry_version_id: str) -> tuple[float, ...] | None:
+        """Debugging read of one stored vector (tests prove re-embedding with it)."""
+        def read():
+            with self._transaction(write=False) as tx:
+                row = tx.execute(
+                    "SELECT v.embedding FROM memory_entry_search_vector v JOIN memory_entry_heads h "
+                    "ON h.projection_id = v.rowid WHERE h.entry_version_id = ?", (entry_version_id,)
+                ).fetchone()
+            return None if row is None else struct.unpack(f"<{len(row[0]) // 4}f", row[0])
+        return self._executor.submit(read).result()

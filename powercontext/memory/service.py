@@ -10,6 +10,7 @@ database, so the evaluation harness can replay admission offline with the same c
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Iterable, Sequence
 
 from .. import analyzer, canonical
@@ -23,15 +24,18 @@ from ..backends.base import (
     validate_kind,
 )
 from ..canonical import IdMinter, utf8_key
+from ..embedding import embed_checked
 from ..errors import (
     ArtifactNotFoundError,
     CapabilityNotSupportedError,
+    EmbeddingUnavailableError,
     InvalidMemoryRequestError,
     RevisionConflictError,
 )
 from ..model import (
     ArtifactRef,
     ContentSource,
+    MemoryCapabilities,
     MemoryChange,
     MemoryCitation,
     MemoryContent,
@@ -51,6 +55,7 @@ from ..model import (
 from . import admission
 from .admission import AdmissionPolicy
 
+log = logging.getLogger(__name__)
 MODES = ("fts", "vector", "hybrid", "auto")
 REMEMBER_MODES = ("append", "extract", "auto")
 MAX_LIMIT = 1000
@@ -141,8 +146,12 @@ class MemoryService:
         exclusive, 0 reads the whole history, None only the target Revision."""
         return await self.backend.changes(as_ref(memory), since_revision)
 
-    async def capabilities(self):
-        return await self.backend.capabilities()
+    async def capabilities(self) -> MemoryCapabilities:
+        """What this service can do: the database's capabilities, with vector/hybrid
+        only when an embedding model with the database's exact profile is configured."""
+        db = await self.backend.capabilities()
+        vector = db.vector and self.embedding is not None and self.embedding.profile == db.embedding_profile
+        return MemoryCapabilities(fts=db.fts, vector=vector, hybrid=vector, embedding_profile=db.embedding_profile)
 
     # ------------------------------------------------------------------ writes
 
@@ -324,8 +333,58 @@ class MemoryService:
             return await uow.commit(plan)
 
     async def _vectors_for(self, artifact_id, content, versions, base) -> dict:
-        """Vectors for every entry that enters the active head (hook for embeddings)."""
-        return {}
+        """Embed every entry whose head projection this commit (re)writes — added,
+        revised and reactivated entries — outside the transaction. A model that is
+        unavailable yields no vectors: the commit stays FTS-only and the projection
+        incomplete until rebuild_projections(). Invalid vectors refuse the write."""
+        if self.embedding is None or self.backend.embedding_profile is None:
+            return {}
+        base_items = {} if base is None else base.manifest.by_id()
+        entering = [
+            item for item in content.manifest.active
+            if item.entry_id not in base_items
+            or base_items[item.entry_id].state != "active"
+            or base_items[item.entry_id].entry_version_id != item.entry_version_id
+        ]
+        if not entering:
+            return {}
+        texts = {v.entry_version_id: v.text for v in versions}
+        reactivated = [i.entry_id for i in entering if i.entry_version_id not in texts]
+        if reactivated:
+            loaded = await self.backend.load_versions(base.ref, reactivated)
+            texts.update({v.entry_version_id: v.text for v in loaded.values()})
+        try:
+            vectors = await embed_checked(self.embedding, [texts[i.entry_version_id] for i in entering], self.backend.embedding_profile)
+        except EmbeddingUnavailableError as exc:
+            log.warning("embedding model unavailable; committing full-text only (%s)", exc)
+            return {}
+        return {
+            item.entry_version_id: (self.backend.expected_embedding_hash(item.entry_content_hash), vector)
+            for item, vector in zip(entering, vectors)
+        }
+
+    async def rebuild_projections(self, memories: Any = None) -> dict[str, int]:
+        """Offline maintenance: rebuild the FTS and vector projections of each Memory
+        (default: all) from its authoritative head, re-validating manifest membership
+        and hashes. Restores vector/hybrid search once every vector is back. Pause
+        writes while it runs: a concurrent commit makes it raise RevisionConflictError."""
+        if memories is None:
+            refs = await self.backend.list_memories()
+        else:
+            refs = tuple(as_ref(m) for m in ((memories,) if isinstance(memories, (ArtifactRef, MemoryRevision)) else memories))
+            refs = tuple([ArtifactRef(r.artifact_id, (await self.head(r.artifact_id)).revision) for r in refs])
+        rebuilt = {}
+        for ref in refs:
+            active = await self.entries(ref)
+            vectors = {}
+            if self.embedding is not None and self.backend.embedding_profile is not None and active:
+                values = await embed_checked(self.embedding, [e.text for e in active], self.backend.embedding_profile)
+                vectors = {
+                    e.entry_version_id: (self.backend.expected_embedding_hash(e.entry_content_hash), v)
+                    for e, v in zip(active, values)
+                }
+            rebuilt[ref.artifact_id] = await self.backend.rebuild(ref, vectors)
+        return rebuilt
 
     async def _set_state(self, memory, entries, reason, target: str) -> MemoryRevision:
         base = await self._base(memory)
@@ -459,10 +518,21 @@ class MemoryService:
         return mode, None
 
     async def _vector_unavailable(self, refs) -> str | None:
-        return "no embedding model is configured"
-
-    async def _query_vector(self, query: str) -> tuple[float, ...] | None:
+        if self.embedding is None:
+            return "no embedding model is configured (open with embedding='minilm')"
+        db = await self.backend.capabilities()
+        if not db.vector:
+            return "the database has no vector projection"
+        if self.embedding.profile != db.embedding_profile:
+            return (f"the model's profile {self.embedding.profile.profile_id!r} does not match the database's "
+                    f"{db.embedding_profile.profile_id!r}")
+        if not await self.backend.vector_complete(refs):
+            return "a selected Memory has missing or stale vectors; run svc.rebuild_projections()"
         return None
+
+    async def _query_vector(self, query: str) -> tuple[float, ...]:
+        (vector,) = await embed_checked(self.embedding, [query], self.backend.embedding_profile)
+        return vector
 
     async def retrieve(
         self, query: str, memories: Any, limit: int = 8, mode: str = "auto", policy: AdmissionPolicy | None = None
@@ -475,8 +545,15 @@ class MemoryService:
         policy = policy or self.policy
         refs = await self._search_refs(memories)
         used, fallback = await self._plan_mode(mode, refs)
+        vector = None
+        if used in ("vector", "hybrid"):
+            try:
+                vector = await self._query_vector(query)
+            except EmbeddingUnavailableError as exc:
+                if mode != "auto":
+                    raise CapabilityNotSupportedError(f"{mode} search is unavailable: {exc}") from exc
+                used, fallback = "fts", f"the embedding model is unavailable: {exc}"
         channels = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}[used]
-        vector = await self._query_vector(query) if "vector" in channels else None
         request = RetrievalRequest(
             memories=refs,
             terms=analyzer.query_terms(query),

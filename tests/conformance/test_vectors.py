@@ -1,0 +1,208 @@
+"""Vector and hybrid retrieval with the real embedding model, on every backend."""
+
+import dataclasses
+import math
+
+import pytest
+
+import powercontext as pc
+from powercontext import analyzer
+from powercontext.embedding import EmbeddingResult, minilm_path, SentenceTransformerEmbedding
+from powercontext.errors import EmbeddingUnavailableError, InvalidEmbeddingError
+from powercontext.memory.admission import AdmissionPolicy
+
+from ..conftest import ReadableIds
+from ..support import counts, sql
+
+E = pc.MemoryEntryInput
+DOCS = [
+    "Use pnpm, never npm or yarn, to install JavaScript dependencies.",
+    "Database migrations must be reviewed by a second engineer before they are merged.",
+    "The staging cluster is wiped every Sunday night, so do not keep data there.",
+    "Release builds are signed with the team's hardware key.",
+    "Write commit messages in the imperative mood with a short summary line.",
+]
+# Paraphrases that share no analyzer term with their answer (checked below).
+PARAPHRASES = [
+    ("what package manager do we rely on", 0),
+    ("who has to approve schema changes", 1),
+    ("can I store files on the pre-production environment long term", 2),
+    ("how are shipped binaries authenticated", 3),
+    ("how should I phrase my git history", 4),
+]
+LOW = AdmissionPolicy(vector_min_cosine=0.2)
+
+
+class OutageEmbedding:
+    """Test double for an outage: the real model, except while ``down`` is set."""
+
+    def __init__(self, real):
+        self.real, self.down = real, False
+
+    @property
+    def profile(self):
+        return self.real.profile
+
+    async def embed(self, texts):
+        if self.down:
+            raise EmbeddingUnavailableError("model server is down (simulated)")
+        return await self.real.embed(texts)
+
+
+class CorruptingEmbedding(OutageEmbedding):
+    """Test double returning broken vectors from the real model's output."""
+
+    def __init__(self, real, corrupt):
+        super().__init__(real)
+        self.corrupt = corrupt
+
+    async def embed(self, texts):
+        result = await self.real.embed(texts)
+        return EmbeddingResult(tuple(self.corrupt(v) for v in result.vectors))
+
+
+@pytest.fixture
+async def vsvc(open_service, minilm):
+    return await open_service(embedding=minilm, ids=ReadableIds())
+
+
+@pytest.fixture
+async def docs(vsvc):
+    rev = await vsvc.remember(None, entries=tuple(E("fact", d) for d in DOCS))
+    by_text = {e.text: e for e in await vsvc.entries(rev)}
+    return rev, [by_text[d].entry_id for d in DOCS]
+
+
+async def test_paraphrases_are_found_only_through_the_vector_channel(vsvc, docs):
+    rev, ids = docs
+    for query, answer in PARAPHRASES:
+        assert not set(analyzer.query_terms(query)) & set(analyzer.tokens(DOCS[answer]))
+        assert (await vsvc.search(query, memories=(rev,), mode="fts")).hits == ()
+        res = await vsvc.search(query, memories=(rev,), mode="vector", policy=LOW)
+        assert res.mode == "vector" and res[0].entry_id == ids[answer] and res[0].matched_by == ("vector",), query
+        hybrid = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW)
+        assert hybrid[0].entry_id == ids[answer], query
+
+
+async def test_hybrid_finds_the_lexical_and_the_semantic_answer(vsvc, docs):
+    rev, ids = docs
+    query = "javascript dependencies, and who has to approve schema changes"
+    fts = await vsvc.search(query, memories=(rev,), mode="fts", policy=LOW)
+    assert [h.entry_id for h in fts] == [ids[0]]
+    hybrid = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW)
+    found = {h.entry_id: h for h in hybrid}
+    assert ids[0] in found and ids[1] in found
+    assert "fts" in found[ids[0]].matched_by and found[ids[1]].matched_by == ("vector",)
+    auto = await vsvc.search(query, memories=(rev,), mode="auto", policy=LOW)
+    assert auto.mode == "hybrid" and auto.hits == hybrid.hits
+
+
+async def test_cosine_threshold_is_applied(vsvc, docs):
+    rev, ids = docs
+    res = await vsvc.search("who has to approve schema changes", memories=(rev,), mode="vector", explain=True,
+                            policy=AdmissionPolicy(vector_min_cosine=0.99))
+    assert res.hits == () and res.decisions and all(not d.admitted for d in res.decisions)
+    cosines = [d.candidate.cosine for d in res.decisions]
+    assert cosines == sorted(cosines, reverse=True) and all(-1.0 <= c <= 1.0 for c in cosines)
+
+
+async def test_revising_an_entry_re_embeds_it(vsvc, docs, minilm):
+    """The FTS channel would find the new text even without re-embedding, so check the
+    stored vector itself (decision record 004)."""
+    rev, ids = docs
+    old = await vsvc.entry(rev, ids[3])
+    before = vsvc.backend.stored_vector(old.entry_version_id)
+    new_text = "Release builds are notarized by the platform vendor, not signed locally."
+    rev2 = await vsvc.remember(rev, entries=(E("fact", new_text, entry=old),))
+    new = await vsvc.entry(rev2, ids[3])
+    after = vsvc.backend.stored_vector(new.entry_version_id)
+    assert before is not None and after is not None
+    assert vsvc.backend.stored_vector(old.entry_version_id) is None  # no stale vector survives
+    expected = minilm.encode([new_text])[0]
+    assert max(abs(a - b) for a, b in zip(after, expected)) < 1e-5
+    assert sum(a * b for a, b in zip(after, before)) < 0.99
+
+
+async def test_model_outage_commits_fts_only_until_rebuild(open_service, minilm):
+    model = OutageEmbedding(minilm)
+    svc = await open_service(embedding=model, ids=ReadableIds())
+    rev = await svc.remember(None, entries=tuple(E("fact", d) for d in DOCS[:3]))
+    model.down = True
+    rev2 = await svc.remember(rev, entries=(E("fact", DOCS[3]),))
+    added = rev2.changes[0].entry_id
+    assert svc.backend.stored_vector(rev2.manifest.get(added).entry_version_id) is None
+    res = await svc.search("release builds signed", memories=(rev2,), mode="auto")
+    assert res.mode == "fts" and "rebuild" in res.fallback_reason and len(res) == 1
+    for mode in ("vector", "hybrid"):
+        with pytest.raises(pc.CapabilityNotSupportedError):
+            await svc.search("release builds signed", memories=(rev2,), mode=mode)
+    # a revision while down must not keep the old vector either
+    (first,) = [e for e in await svc.entries(rev2) if e.text == DOCS[0]]
+    rev3 = await svc.remember(rev2, entries=(E("fact", DOCS[0] + " Lockfiles are committed.", entry=first),))
+    assert svc.backend.stored_vector(rev3.manifest.get(first.entry_id).entry_version_id) is None
+    model.down = False
+    assert (await svc.search("who has to approve schema changes", memories=(rev3,), mode="auto")).mode == "fts"
+    assert await svc.rebuild_projections() == {rev3.artifact_id: 4}
+    res = await svc.search("who has to approve schema changes", memories=(rev3,), mode="auto", policy=LOW)
+    assert res.mode == "hybrid" and res[0].text == DOCS[1]
+
+
+async def test_deactivation_removes_the_whole_projection_and_reactivation_restores_it(vsvc, docs):
+    rev, ids = docs
+    entry = await vsvc.entry(rev, ids[2])
+    rev2 = await vsvc.forget(rev, entries=(entry,))
+    assert vsvc.backend.stored_vector(entry.entry_version_id) is None
+    assert (await sql(vsvc, "SELECT COUNT(*) FROM memory_entry_heads WHERE entry_id = ?", (ids[2],)))[0][0] == 0
+    rev3 = await vsvc.reactivate(rev2, entries=(entry,))
+    assert vsvc.backend.stored_vector(entry.entry_version_id) is not None
+    res = await vsvc.search("can I store files on the pre-production environment long term", memories=(rev3,), mode="vector", policy=LOW)
+    assert res[0].entry_id == ids[2]
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [lambda v: v[:-1], lambda v: (math.nan,) + v[1:], lambda v: (), lambda v: tuple(x * 2 for x in v)],
+    ids=["wrong-dimension", "nan", "empty", "not-unit"],
+)
+async def test_bad_vectors_are_refused_and_nothing_is_written(open_service, minilm, corrupt):
+    svc = await open_service(embedding=minilm, ids=ReadableIds())
+    rev = await svc.remember(None, entries=(E("fact", DOCS[0]),))
+    svc.embedding = CorruptingEmbedding(minilm, corrupt)
+    before = await counts(svc)
+    with pytest.raises(InvalidEmbeddingError):
+        await svc.remember(rev, entries=(E("fact", DOCS[1]),))
+    assert await counts(svc) == before
+
+
+async def test_a_forged_embedding_hash_is_refused_inside_the_transaction(vsvc, docs, monkeypatch):
+    rev, _ = docs
+    real = vsvc._vectors_for
+
+    async def forged(*args):
+        vectors = await real(*args)
+        return {k: ("0" * 64, v) for k, (h, v) in vectors.items()}
+
+    monkeypatch.setattr(vsvc, "_vectors_for", forged)
+    before = await counts(vsvc)
+    with pytest.raises(InvalidEmbeddingError):
+        await vsvc.remember(rev, entries=(E("fact", "a new fact"),))
+    assert await counts(vsvc) == before
+
+
+async def test_profile_is_fixed_when_the_database_is_created(open_service, minilm, tmp_path, backend_name, request):
+    svc = await open_service(embedding=minilm)
+    await svc.remember(None, entries=(E("fact", DOCS[0]),))
+    target = svc.backend.path if backend_name == "sqlite" else svc.backend.url
+    before = await counts(svc)
+    other = SentenceTransformerEmbedding(minilm_path(), profile=dataclasses.replace(minilm.profile, profile_id="minilm-other"))
+    with pytest.raises(pc.BackendUnavailableError, match="cannot be opened with"):
+        await pc.open(target, embedding=other)
+    assert await counts(svc) == before
+    # opened without a model: full-text only, and auto says why
+    plain = await pc.open(target)
+    try:
+        head = (await plain.memories())[0]
+        res = await plain.search("pnpm dependencies", memories=(head,), mode="auto")
+        assert res.mode == "fts" and len(res) == 1 and "embedding" in res.fallback_reason
+    finally:
+        await plain.close()
