@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
 from . import canonical

@@ -17,7 +17,7 @@ import threading
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .. import analyzer, canonical
 from ..embedding import check_vector
@@ -47,7 +47,6 @@ from ..model import (
     RevisionLineage,
     Source,
     SourceRef,
-    entry_content,
     sorted_refs,
     source_payload,
 )

@@ -155,15 +155,18 @@ class MemoryService:
 
     # ------------------------------------------------------------------ writes
 
-    async def _base(self, memory: Any) -> MemoryRevision:
-        ref = as_ref(memory)
+    async def _require_head(self, ref: ArtifactRef, not_head: type[Exception], hint: str) -> None:
+        """Writes get RevisionConflictError for a stale base; searches get
+        CapabilityNotSupportedError for a non-head Revision (RFC)."""
         head = await self.backend.head(ref.artifact_id)
         if head is None:
             raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
         if head != ref.revision:
-            raise RevisionConflictError(
-                f"{ref} is not the current head (Revision {head}); reread the head and retry"
-            )
+            raise not_head(f"{ref} is not the head (Revision {head}); {hint}")
+
+    async def _base(self, memory: Any) -> MemoryRevision:
+        ref = as_ref(memory)
+        await self._require_head(ref, RevisionConflictError, "reread the head and retry")
         return await self.backend.load_revision(ref)
 
     @staticmethod
@@ -494,14 +497,9 @@ class MemoryService:
         if not refs:
             raise InvalidMemoryRequestError("search needs at least one explicit Memory")
         for ref in refs:
-            head = await self.backend.head(ref.artifact_id)
-            if head is None:
-                raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
-            if head != ref.revision:
-                raise CapabilityNotSupportedError(
-                    f"{ref} is not the head (Revision {head}): search only reads current heads; "
-                    "pass svc.head(...) or the latest Revision"
-                )
+            await self._require_head(
+                ref, CapabilityNotSupportedError, "search reads current heads only: pass svc.head(...) or the latest Revision"
+            )
         return refs
 
     async def _plan_mode(self, mode: str, refs: tuple[ArtifactRef, ...]) -> tuple[str, str | None]:
