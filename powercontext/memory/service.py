@@ -54,6 +54,7 @@ from ..model import (
 )
 from . import admission
 from .admission import AdmissionPolicy
+from .candidates import DefaultCandidatePipeline
 
 log = logging.getLogger(__name__)
 MODES = ("fts", "vector", "hybrid", "auto")
@@ -94,13 +95,15 @@ class MemoryService:
         backend: DatabaseMemoryBackend,
         *,
         embedding: Any = None,
-        pipeline: Any = None,
+        pipeline: Any = "default",
         ids: IdMinter | None = None,
         policy: AdmissionPolicy | None = None,
     ) -> None:
         self.backend = backend
         self.embedding = embedding
-        self.pipeline = pipeline
+        # The model-free DefaultCandidatePipeline serves mode="extract" unless the
+        # caller configures another one, or None to refuse extraction.
+        self.pipeline = DefaultCandidatePipeline() if pipeline == "default" else pipeline
         self.ids = ids or IdMinter()
         self.policy = policy or AdmissionPolicy()
         self.sources = SourceStore(backend)

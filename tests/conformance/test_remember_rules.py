@@ -97,6 +97,7 @@ async def test_reason_is_normalized_and_copied_into_the_change(svc):
 
 
 async def test_mode_rules(svc):
+    svc.pipeline = None  # no candidate provider configured
     sc = await revision_one(svc)
     s = sc.sources["src_agents_md"]
     await refused(svc, ValueError, svc.remember(sc.r1, mode="append"))
