@@ -174,12 +174,18 @@ class MemoryContent:
             "schema": self.schema,
         }
 
+    def canonical(self) -> tuple[str, str]:
+        """(canonical JSON text, artifact content hash) from one canonicalization: a
+        flat-v1 manifest can hold thousands of entries, so never encode it twice."""
+        data = canonical.canonical_bytes(self.to_canonical())
+        return data.decode("utf-8"), canonical.sha256_hex(canonical.ARTIFACT_CONTENT_DOMAIN, data)
+
     def canonical_text(self) -> str:
-        return canonical.canonical_text(self.to_canonical())
+        return self.canonical()[0]
 
     @property
     def content_hash(self) -> str:
-        return canonical.artifact_content_hash(self.to_canonical())
+        return self.canonical()[1]
 
     @classmethod
     def from_json(cls, text: str) -> "MemoryContent":

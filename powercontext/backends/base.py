@@ -55,6 +55,7 @@ MAX_TEXT_BYTES = 8192
 MAX_REASON_CODE_POINTS = 512
 MAX_KIND_LENGTH = 64
 SEARCH_HEAD_RETRIES = 3
+REVISION_CACHE_SIZE = 256
 
 
 # ------------------------------------------------------------------ plan and request
@@ -179,6 +180,10 @@ class DatabaseMemoryBackend(ABC):
         self._closed = False
         self._completeness: dict[ArtifactRef, bool] = {}
         self._completeness_lock = threading.Lock()
+        # Verified Revisions, keyed by ref and checked against the exact stored strings
+        # on every read: re-verifying a large manifest costs far more than the query.
+        self._revision_cache: dict[ArtifactRef, tuple[tuple[str, str, str], MemoryRevision]] = {}
+        self._revision_cache_lock = threading.Lock()
 
     # ---------------------------------------------------------------- async facade
 
@@ -269,14 +274,24 @@ class DatabaseMemoryBackend(ABC):
             if self._read_head(tx, ref.artifact_id) is None:
                 raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
             raise ArtifactNotFoundError(f"Memory {ref.artifact_id!r} has no Revision {ref.revision}")
+        row = tuple(row)
+        with self._revision_cache_lock:
+            cached = self._revision_cache.get(ref)
+        if cached is not None and cached[0] == row:
+            return cached[1]  # the stored strings are exactly the ones verified before
         content_text, content_hash, lineage_text = row
         try:
             content = MemoryContent.from_json(content_text)
         except (ValueError, KeyError, TypeError) as exc:
             raise InvalidCitationError(f"Revision {ref} is not valid MemoryContent: {exc}") from exc
-        if content.canonical_text() != content_text or content.content_hash != content_hash:
+        if content.canonical() != (content_text, content_hash):
             raise InvalidCitationError(f"Revision {ref} does not match its content hash: the row was altered")
-        return MemoryRevision(ref=ref, content=content, content_hash=content_hash, lineage=RevisionLineage.from_json(lineage_text))
+        revision = MemoryRevision(ref=ref, content=content, content_hash=content_hash, lineage=RevisionLineage.from_json(lineage_text))
+        with self._revision_cache_lock:
+            if len(self._revision_cache) >= REVISION_CACHE_SIZE:
+                self._revision_cache.pop(next(iter(self._revision_cache)))
+            self._revision_cache[ref] = (row, revision)
+        return revision
 
     def _load_manifest_versions_sync(self, ref: ArtifactRef, entry_ids: Sequence[str] | None) -> dict[str, MemoryEntryVersion]:
         with self._transaction(write=False) as tx:
@@ -362,7 +377,7 @@ class DatabaseMemoryBackend(ABC):
             out = []
             for revision, content_text, content_hash in rows:
                 content = MemoryContent.from_json(content_text)
-                if content.content_hash != content_hash:
+                if content.canonical() != (content_text, content_hash):
                     raise InvalidCitationError(f"Revision {ref.artifact_id}@{revision} does not match its content hash")
                 out.append(MemoryRevisionChanges(ArtifactRef(ref.artifact_id, revision), content.changes))
             return tuple(out)
@@ -448,8 +463,7 @@ class DatabaseMemoryBackend(ABC):
         if not canonical.is_valid_id(plan.artifact_id):
             raise InvalidMemoryRequestError(f"invalid Memory id {plan.artifact_id!r}")
         next_revision = plan.next_revision
-        content_text = plan.content.canonical_text()
-        content_hash = plan.content.content_hash
+        content_text, content_hash = plan.content.canonical()
         lineage_text = canonical.canonical_text(plan.lineage.to_canonical())
         with self._transaction(write=True) as tx:
             head = self._read_head(tx, plan.artifact_id)
