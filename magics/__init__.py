@@ -1,1 +1,83 @@
-"""%pcmem IPython magics and widgets (installed as powercontext.magics)."""
+"""%pcmem IPython magics and widgets (installed as powercontext.magics).
+
+    %load_ext powercontext.magics
+    %pcmem open memory.db
+    %pcmem remember --kind preference "Run make test before every push."
+    %pcmem search "what must I run before a push?"
+
+Subcommands (``%pcmem help``; ``%pcmem NAME --help`` for one):
+
+* ``open`` TARGET | --seekdb [DIR] [--embedding minilm] / ``close`` / ``status``
+* ``memories`` — every Memory with its head Revision and entry counts
+* ``remember`` [--memory REF] --kind KIND "text" (cell form: one entry per paragraph;
+  --entry ENTRY_ID revises) / ``forget`` and ``reactivate`` ENTRY_ID… --reason R
+* ``manifest`` REF[@REV] [--diff] / ``lineage`` ENTRY_ID / ``changes`` REF --since N
+* ``search`` "query" [--memory REF…] [--mode fts|vector|hybrid|auto] [--limit N]
+  [--explain] [--fts-min-terms N --fts-min-coverage X --vector-min-cosine X]
+* ``eval`` --dataset PATH [--backends sqlite,oceanbase] — the harness summary
+* ``inspect`` manifest|lineage|admission REF… — the widgets on the open database
+
+REF is a ``mem_art_…`` id, an unambiguous prefix of one, or ``ID@REV``; without
+``@REV`` the current head is used. Reads return DataFrames, writes the new
+MemoryRevision; ``-o NAME`` also stores the result. Options: ``%config PcMem``.
+``current_service()`` returns the MemoryService the magics opened, for the widgets in
+``powercontext.magics.widgets`` or for direct calls via ``current_runner().run(...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import PcMemUserError
+from .loop import LoopRunner, default_runner
+from .magic import PcMem
+from .session import Session
+
+__all__ = [
+    "PcMem", "Session", "LoopRunner", "default_runner", "load_ipython_extension", "unload_ipython_extension",
+    "current_magics", "current_service", "current_runner",
+]
+
+
+def load_ipython_extension(ip) -> None:
+    """``%load_ext powercontext.magics``: register %pcmem and the rich displays."""
+    from .display import register_formatters
+
+    ip.register_magics(PcMem(shell=ip))
+    register_formatters(ip)
+
+
+def unload_ipython_extension(ip) -> None:
+    """``%unload_ext powercontext.magics``: close what the magics opened."""
+    from .display import unregister_formatters
+
+    magics = ip.magics_manager.registry.pop("PcMem", None)
+    if magics is not None:
+        magics.session.close()
+        for kind in ("line", "cell"):
+            ip.magics_manager.magics[kind].pop("pcmem", None)
+        if magics in ip.configurables:
+            ip.configurables.remove(magics)
+    unregister_formatters(ip)
+
+
+def current_magics(shell: Any = None) -> PcMem:
+    """The loaded PcMem instance of ``shell`` (default: the running IPython)."""
+    if shell is None:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    magics = shell.magics_manager.registry.get("PcMem") if shell is not None else None
+    if magics is None:
+        raise PcMemUserError("the magics are not loaded: run `%load_ext powercontext.magics` first")
+    return magics
+
+
+def current_service(shell: Any = None):
+    """The MemoryService that ``%pcmem open`` opened."""
+    return current_magics(shell).session.service
+
+
+def current_runner(shell: Any = None) -> LoopRunner:
+    """The private-loop runner the magics use (run the service's coroutines with it)."""
+    return current_magics(shell).session.runner

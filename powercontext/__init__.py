@@ -17,6 +17,7 @@ from .errors import (
     PowerContextError,
     RevisionConflictError,
     SourceConflictError,
+    SourceNotFoundError,
 )
 from .memory.admission import AdmissionPolicy
 from .memory.service import MemoryService
@@ -41,5 +42,5 @@ __all__ = [
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MemoryChange", "MemoryCitation",
     "MemoryEntryInput", "MemoryEntryNotFoundError", "MemoryEntryVersion", "MemoryHit",
     "MemoryRevision", "MemorySearchResult", "MemoryService", "PowerContextError",
-    "RevisionConflictError", "Source", "SourceConflictError", "open",
+    "RevisionConflictError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
 ]

@@ -37,6 +37,10 @@ class InvalidCitationError(PowerContextError):
     bytes no longer hash to what the manifest committed to."""
 
 
+class SourceNotFoundError(PowerContextError, LookupError):
+    """No Source with this name is persisted. Persist it with svc.sources.persist()."""
+
+
 class SourceConflictError(PowerContextError):
     """A Source with this name is already persisted with a different payload.
     Sources are immutable: persist the new payload under a new name."""

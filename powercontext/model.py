@@ -368,6 +368,11 @@ class ChannelCandidate:
     query_term_count: int = 0
     cosine: float | None = None
 
+    def __repr__(self) -> str:  # lean: no token strings, no text dump
+        signal = (f"{len(self.matched_terms)}/{self.query_term_count} terms" if self.channel == "fts"
+                  else f"cosine {self.cosine:.3f}")
+        return f"ChannelCandidate({self.channel} #{self.rank}, {self.entry_id}, {signal})"
+
     @property
     def coverage(self) -> float:
         return len(self.matched_terms) / self.query_term_count if self.query_term_count else 0.0
@@ -408,6 +413,10 @@ class MemorySearchResult:
     policy: Any
     decisions: tuple[AdmissionDecision, ...] = ()
     fallback_reason: str | None = None
+
+    def __repr__(self) -> str:  # lean: decisions carry analyzer tokens; never dump them
+        extra = f", {len(self.decisions)} decisions" if self.decisions else ""
+        return f"MemorySearchResult({self.query!r}, mode={self.mode}, {len(self.hits)} hits{extra})"
 
     def __iter__(self):
         return iter(self.hits)

@@ -30,6 +30,7 @@ from ..errors import (
     MemoryEntryNotFoundError,
     RevisionConflictError,
     SourceConflictError,
+    SourceNotFoundError,
 )
 from ..model import (
     MEMORY_FAMILY,
@@ -447,7 +448,7 @@ class DatabaseMemoryBackend(ABC):
         with self._transaction(write=False) as tx:
             row = self._read_source(tx, name)
         if row is None:
-            raise LookupError(f"no persisted Source named {name!r}")
+            raise SourceNotFoundError(f"no persisted Source named {name!r}; persist it with svc.sources.persist()")
         return self._source_from_payload(row[0], row[1])
 
     @staticmethod

@@ -91,3 +91,15 @@ async def test_ties_are_broken_by_ids(svc):
     r1 = await svc.remember(None, entries=(E("fact", "zeta alpha"), E("fact", "alpha zeta")))
     res = await svc.search("alpha", memories=(r1,), mode="fts")
     assert len(res) == 2 and res[0].score > res[1].score or [h.entry_id for h in res] == sorted(h.entry_id for h in res)
+
+
+async def test_results_and_candidates_have_lean_reprs(svc, corpus):
+    r1, _ = corpus
+    res = await svc.search("连接超时是多少", memories=(r1,), mode="fts", explain=True)
+    text = repr(res) + repr(res.decisions)
+    assert "u_" not in text and "b_" not in text and "mode=fts" in text and "terms" in text
+
+
+async def test_unknown_source_is_a_typed_error(svc):
+    with pytest.raises(pc.SourceNotFoundError, match="persist"):
+        await svc.sources.get("src_missing")

@@ -1,0 +1,341 @@
+"""The ``%pcmem`` / ``%%pcmem`` magics: one ``Magics`` class, one small method per
+subcommand, each with its own ``magic_arguments`` parser.
+
+``%pcmem SUBCOMMAND ARGS`` picks the method, parses ARGS with its parser (POSIX
+quoting: ``"two words"`` is one argument), runs it and returns its result — a
+DataFrame for reads, the new MemoryRevision for writes. ``-o NAME`` also stores the
+result in the user namespace. User mistakes raise ``UsageError`` (one line, no
+traceback); options are traitlets, e.g. ``%config PcMem.limit = 5``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import shlex
+from typing import Any, Callable
+
+import pandas as pd
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments
+from traitlets import Enum, Int, Unicode
+
+from powercontext import AdmissionPolicy
+from powercontext.backends.seekdb import DEFAULT_DIR
+
+from . import reads, tables, writes
+from .display import result_summary
+from .errors import PcMemUserError, as_usage_errors
+from .session import Session
+
+__all__ = ["PcMem"]
+
+MODES = ["fts", "vector", "hybrid", "auto"]
+
+
+def subcommand(name: str, cell: bool = False) -> Callable:
+    """Mark a method as ``%pcmem NAME``; ``cell=True`` accepts the ``%%pcmem`` form."""
+
+    def mark(func: Callable) -> Callable:
+        func.argcmd_name = f"pcmem {name}"  # the parser's prog; IPython's formatter adds the %
+        func.subcommand = name
+        func.takes_cell = cell
+        return func
+
+    return mark
+
+
+def usage_line(method: Callable) -> str:
+    """``%pcmem NAME [options] ARGS`` on one line (IPython's formatter emits RST)."""
+    text = method.parser.format_usage().replace("::", " ").replace("usage:", " ")
+    return " ".join(text.split())
+
+
+output = argument("-o", "--output", metavar="NAME", help="also store the result in the user namespace as NAME")
+memory_refs = argument(
+    "--memory", "-m", nargs="+", action="extend", default=[], metavar="REF",
+    help="Memory id, unambiguous prefix or ID@REV (default: every Memory in the database)",
+)
+
+
+@magics_class
+class PcMem(Magics):
+    """%pcmem: the PowerContext memory workbench."""
+
+    limit = Int(8, min=1, help="default --limit of search").tag(config=True)
+    mode = Enum(MODES, default_value="auto", help="default --mode of search").tag(config=True)
+    preview_width = Int(80, min=0, help="characters of entry text shown in tables (0 = all)").tag(config=True)
+    hash_width = Int(12, min=4, help="characters of content hashes shown in tables").tag(config=True)
+    kind = Unicode("fact", help="default --kind of remember").tag(config=True)
+    database = Unicode("pcmem", help="database name used by `open --seekdb`").tag(config=True)
+    seekdb_dir = Unicode(str(DEFAULT_DIR), help="server directory used by `open --seekdb` without DIR").tag(config=True)
+    embedding = Unicode(None, allow_none=True, help="default --embedding of open (e.g. 'minilm')").tag(config=True)
+
+    def __init__(self, shell=None, session: Session | None = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        self.session = session or Session()
+        self.commands = {
+            func.subcommand: getattr(self, name)
+            for name, func in vars(type(self)).items()
+            if getattr(func, "subcommand", None)
+        }
+
+    # ------------------------------------------------------------------ dispatch
+
+    @line_cell_magic
+    def pcmem(self, line: str, cell: str | None = None) -> Any:
+        """PowerContext memory workbench. `%pcmem help` lists the subcommands;
+        `%pcmem SUBCOMMAND --help` shows one of them."""
+        with as_usage_errors():
+            name, rest = (line.split(None, 1) + ["", ""])[:2]
+            if name in ("", "help", "-h", "--help"):
+                return self._help(rest.strip())
+            method = self.commands.get(name)
+            if method is None:
+                raise UsageError(f"unknown subcommand {name!r}; one of: {', '.join(sorted(self.commands))}")
+            try:
+                argv = shlex.split(rest)
+            except ValueError as exc:
+                raise UsageError(f"%pcmem {name}: {exc} (check the quotes)") from None
+            if "-h" in argv or "--help" in argv:
+                return self._help(name)
+            try:
+                args = method.parser.parse_args(argv)
+            except UsageError as exc:
+                raise UsageError(f"%pcmem {name}: {exc} (see %pcmem {name} --help)") from None
+            if cell is not None and not method.takes_cell:
+                raise UsageError(f"%%pcmem {name} has no cell form; use the line magic %pcmem {name}")
+            result = method(args, cell)
+            if getattr(args, "output", None) and result is not None:
+                self.shell.user_ns[args.output] = result
+            return result
+
+    def _help(self, name: str) -> None:
+        if name in self.commands:
+            print("usage: " + self.commands[name].parser.format_help().removeprefix("::").strip())
+            return
+        print("%pcmem SUBCOMMAND [ARGS] (SUBCOMMAND --help for details):")
+        for key in sorted(self.commands):
+            print("  " + usage_line(self.commands[key]))
+
+    @property
+    def svc(self):
+        return self.session.service
+
+    def run(self, awaitable):
+        return self.session.run(awaitable)
+
+    def _width(self) -> dict[str, int]:
+        return {"width": self.preview_width}
+
+    # ------------------------------------------------------------------ database
+
+    @magic_arguments()
+    @subcommand("open")
+    @argument("target", nargs="?", metavar="TARGET", help="SQLite path, sqlite:///path.db, :memory: or oceanbase://user@host:port/db")
+    @argument("--seekdb", nargs="?", const="", default=None, metavar="DIR",
+              help="start (or attach to) a local seekdb server on DIR and open --database on it")
+    @argument("--database", default=None, help="database name on the --seekdb server (default PcMem.database)")
+    @argument("--embedding", default=None, help="embedding model, e.g. minilm (enables vector/hybrid search)")
+    @argument("-o", "--output", metavar="NAME", help="store the opened MemoryService as NAME")
+    def _open(self, args, cell):
+        """Open a Memory database (closing the one open before)."""
+        embedding = args.embedding or self.embedding
+        if args.seekdb is not None:
+            if args.target:
+                raise PcMemUserError("give either TARGET or --seekdb [DIR], not both (name the database with --database)")
+            svc = self.session.open_seekdb(args.seekdb or self.seekdb_dir, args.database or self.database, embedding)
+        elif args.target:
+            svc = self.session.open(args.target, embedding)
+        else:
+            raise PcMemUserError(
+                "open what? `%pcmem open memory.db`, `%pcmem open oceanbase://root@127.0.0.1:2881/pc` or `%pcmem open --seekdb`"
+            )
+        facts = self.session.describe()
+        modes = "fts" + (" + vector/hybrid" if facts["hybrid"] else "")
+        print(f"opened {facts['backend']} {facts['target']} · {facts['memories']} Memories · {modes}")
+        if args.output:
+            self.shell.user_ns[args.output] = svc
+        return None
+
+    @magic_arguments()
+    @subcommand("close")
+    def _close(self, args, cell):
+        """Close the database (and stop a seekdb server that `open --seekdb` started)."""
+        print("closed" if self.session.close() else "nothing was open")
+
+    @magic_arguments()
+    @subcommand("status")
+    @output
+    def _status(self, args, cell):
+        """Backend, capabilities, embedding profile and known Memories."""
+        facts = self.session.describe()
+        return pd.DataFrame({"value": [str(v) for v in facts.values()]}, index=pd.Index(list(facts), name="field"))
+
+    @magic_arguments()
+    @subcommand("memories")
+    @output
+    def _memories(self, args, cell):
+        """Every Memory: id, head Revision, active and inactive entry counts."""
+        return tables.memories_frame(self.run(reads.heads(self.svc)))
+
+    # ------------------------------------------------------------------ writes
+
+    @magic_arguments()
+    @subcommand("remember", cell=True)
+    @argument("text", nargs="*", help="the entry text (quote it); the cell form takes one entry per paragraph")
+    @argument("--memory", "-m", default=None, metavar="REF", help="Memory to write to (default: create a new Memory)")
+    @argument("--kind", "-k", default=None, help="entry kind: fact, preference, decision, constraint, working_note …")
+    @argument("--entry", default=None, metavar="ENTRY_ID", help="revise this entry instead of adding one")
+    @argument("--source", action="append", default=[], metavar="NAME", help="persisted Source to cite as evidence")
+    @argument("--reason", default=None, help="reason recorded with the change")
+    @output
+    def _remember(self, args, cell):
+        """Add entries (or revise one with --entry); returns the new Revision."""
+        texts = writes.paragraphs(cell) if cell is not None else [" ".join(args.text)]
+        if cell is not None and args.text:
+            raise PcMemUserError("the cell form takes the text from the cell body; drop the text on the magic line")
+        revision, changed = self.run(writes.remember(
+            self.svc, texts, kind=args.kind or self.kind, memory=args.memory, entry=args.entry,
+            sources=args.source, reason=args.reason,
+        ))
+        if not changed:
+            print(f"unchanged: {revision.ref} already holds exactly that")
+        return revision
+
+    def _set_state(self, op: str, args):
+        revision, changed = self.run(writes.set_state(self.svc, op, args.entries, memory=args.memory, reason=args.reason))
+        if not changed:
+            print(f"unchanged: the entries already have that state in {revision.ref}")
+        return revision
+
+    @magic_arguments()
+    @subcommand("forget")
+    @argument("entries", nargs="+", metavar="ENTRY_ID", help="entry ids (or unambiguous prefixes)")
+    @argument("--memory", "-m", default=None, metavar="REF", help="the Memory (default: search every Memory)")
+    @argument("--reason", default=None, help="reason recorded with the change, e.g. user_requested")
+    @output
+    def _forget(self, args, cell):
+        """Mark entries inactive in a new Revision."""
+        return self._set_state("forget", args)
+
+    @magic_arguments()
+    @subcommand("reactivate")
+    @argument("entries", nargs="+", metavar="ENTRY_ID", help="entry ids (or unambiguous prefixes)")
+    @argument("--memory", "-m", default=None, metavar="REF", help="the Memory (default: search every Memory)")
+    @argument("--reason", default=None, help="reason recorded with the change")
+    @output
+    def _reactivate(self, args, cell):
+        """Mark inactive entries active again in a new Revision."""
+        return self._set_state("reactivate", args)
+
+    # ------------------------------------------------------------------ reads
+
+    @magic_arguments()
+    @subcommand("manifest")
+    @argument("ref", metavar="REF", help="Memory id, prefix or ID@REV (default: the head)")
+    @argument("--diff", action="store_true", help="only the rows that changed since the previous Revision")
+    @argument("--state", choices=["all", "active", "inactive"], default="all")
+    @output
+    def _manifest(self, args, cell):
+        """The manifest of a Revision: entry_id, version, state, kind, text, hash."""
+        if args.diff:
+            return self.run(reads.manifest_diff(self.svc, args.ref, hash_width=self.hash_width, **self._width()))
+        return self.run(reads.manifest(self.svc, args.ref, state=args.state, hash_width=self.hash_width, **self._width()))
+
+    @magic_arguments()
+    @subcommand("lineage")
+    @argument("entry", metavar="ENTRY_ID", help="entry id or unambiguous prefix")
+    @memory_refs
+    @output
+    def _lineage(self, args, cell):
+        """An entry's versions and state changes across Revisions, with reasons and evidence."""
+        return self.run(reads.lineage(self.svc, args.entry, args.memory, **self._width()))
+
+    @magic_arguments()
+    @subcommand("changes")
+    @argument("ref", metavar="REF", help="Memory id, prefix or ID@REV")
+    @argument("--since", type=int, default=None, metavar="N",
+              help="Revisions after N (0 = whole history; default: only REF's Revision)")
+    @output
+    def _changes(self, args, cell):
+        """Compact per-Revision changes."""
+        return self.run(reads.changes(self.svc, args.ref, args.since))
+
+    def _policy(self, args) -> AdmissionPolicy | None:
+        overrides = {k: getattr(args, k) for k in ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")}
+        overrides = {k: v for k, v in overrides.items() if v is not None}
+        if not overrides:
+            return None
+        try:
+            return dataclasses.replace(self.svc.policy, **overrides)
+        except ValueError as exc:
+            raise PcMemUserError(f"bad admission threshold: {exc}") from None
+
+    @magic_arguments()
+    @subcommand("search")
+    @argument("query", nargs="+", help="the query (quote it)")
+    @memory_refs
+    @argument("--mode", choices=MODES, default=None, help="default PcMem.mode")
+    @argument("--limit", type=int, default=None, help="default PcMem.limit")
+    @argument("--explain", action="store_true",
+              help="every retrieved candidate per channel with its signals, admitted or rejected and why")
+    @argument("--fts-min-terms", type=int, default=None, metavar="N")
+    @argument("--fts-min-coverage", type=float, default=None, metavar="X")
+    @argument("--vector-min-cosine", type=float, default=None, metavar="X")
+    @output
+    def _search(self, args, cell):
+        """Search Memories at their heads; hits, or with --explain every admission decision."""
+        result, frame = self.run(reads.search(
+            self.svc, " ".join(args.query), args.memory, mode=args.mode or self.mode,
+            limit=args.limit or self.limit, policy=self._policy(args), explain=args.explain, **self._width(),
+        ))
+        extra = f" · {len(frame)} candidates, {int(frame['admitted'].sum())} admitted" if args.explain else ""
+        print(result_summary(result) + extra)
+        return frame
+
+    # ------------------------------------------------------------------ harness and widgets
+
+    @magic_arguments()
+    @subcommand("eval")
+    @argument("--dataset", required=True, metavar="PATH", help="a datasets/<corpus> directory")
+    @argument("--backends", default="sqlite", help="comma separated: sqlite,oceanbase")
+    @output
+    def _eval(self, args, cell):
+        """Run the threshold-evaluation harness and return its summary."""
+        try:
+            from powercontext.eval.harness import summary
+        except ImportError:
+            print("the evaluation harness (powercontext.eval.harness.summary) is not available yet")
+            return None
+        backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+        return summary(args.dataset, backends=backends)
+
+    @magic_arguments()
+    @subcommand("inspect")
+    @argument("widget", choices=["manifest", "lineage", "admission"])
+    @argument("refs", nargs="*", metavar="REF", help="the Memory (manifest, lineage) or Memories (admission)")
+    @output
+    def _inspect(self, args, cell):
+        """An interactive widget on the open database."""
+        from . import widgets
+
+        if args.widget == "admission":
+            return widgets.AdmissionInspector(self.svc, args.refs, runner=self.session.runner)
+        if len(args.refs) != 1:
+            raise PcMemUserError(f"`%pcmem inspect {args.widget}` takes exactly one Memory REF")
+        cls = widgets.ManifestInspector if args.widget == "manifest" else widgets.LineageExplorer
+        return cls(self.svc, args.refs[0], runner=self.session.runner)
+
+
+def _document() -> None:
+    """Put every subcommand's usage line into the ``%pcmem?`` docstring."""
+    methods = sorted((f for f in vars(PcMem).values() if getattr(f, "subcommand", None)), key=lambda f: f.subcommand)
+    lines = [inspect.cleandoc(PcMem.pcmem.__doc__), "", "Subcommands::", ""]
+    lines += ["  " + usage_line(f) for f in methods]
+    lines += ["", "Options: %config PcMem (limit, mode, preview_width, hash_width, kind, database, seekdb_dir, embedding)."]
+    PcMem.pcmem.__doc__ = "\n".join(lines)
+
+
+_document()

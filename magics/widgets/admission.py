@@ -1,0 +1,153 @@
+"""AdmissionInspector: watch relevance admission decide, live.
+
+The query is retrieved ONCE per (query, mode, pool size) with ``svc.retrieve`` — the
+only step of search that touches the database — and every threshold change replays
+``powercontext.memory.admission`` (explain + fuse) over the cached candidates. That is
+the same seam the evaluation harness uses, so what the sliders show equals
+``svc.search(query, policy=…)`` with those thresholds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+import ipywidgets as widgets
+import pandas as pd
+
+from powercontext import AdmissionPolicy, MemorySearchResult
+from powercontext.memory import admission
+
+from .. import tables
+from ..display import esc, html_table, result_summary
+from ..refs import parse_memory, resolve_memories
+from ._base import ServiceWidget
+
+__all__ = ["AdmissionInspector"]
+
+MODES = ["fts", "vector", "hybrid", "auto"]
+
+
+class AdmissionInspector(ServiceWidget):
+    """``AdmissionInspector(svc, memories, query="")``: searches the Memories' current
+    heads (all Memories if ``memories`` is empty).
+
+    State: ``query`` (Text), ``mode`` (ToggleButtons), ``limit``, ``fts_min_terms``,
+    ``fts_min_coverage``, ``vector_min_cosine`` (sliders); ``hits``, ``admitted``,
+    ``rejected`` (DataFrames) and ``hits_table``, ``admitted_table``,
+    ``rejected_table`` (HTML); ``result`` (the MemorySearchResult replayed);
+    ``retrievals`` counts database round trips."""
+
+    def __init__(self, svc: Any, memories: Sequence[Any] = (), runner=None, *, query: str = "",
+                 mode: str = "auto", limit: int = 8, width: int = 80) -> None:
+        super().__init__(svc, runner)
+        self.width = width
+        self.memory_ids = [parse_memory(m).text for m in (memories or ())]
+        base: AdmissionPolicy = svc.policy
+        self.base_policy = base
+        self.retrievals = 0
+        self._cache: dict[tuple, Any] = {}
+        self.result: MemorySearchResult | None = None
+        self.hits = self.admitted = self.rejected = pd.DataFrame()
+
+        self.query = widgets.Text(value=query, placeholder="query…", description="Query", continuous_update=False)
+        self.mode = widgets.ToggleButtons(options=MODES, value=mode, description="Mode")
+        self.limit = widgets.IntSlider(value=limit, min=1, max=50, description="limit", continuous_update=False)
+        self.fts_min_terms = widgets.IntSlider(value=base.fts_min_terms, min=1, max=10, description="fts_min_terms")
+        self.fts_min_coverage = widgets.FloatSlider(value=base.fts_min_coverage, min=0.0, max=1.0, step=0.05,
+                                                    description="fts_min_coverage", readout_format=".2f")
+        self.vector_min_cosine = widgets.FloatSlider(value=base.vector_min_cosine, min=-1.0, max=1.0, step=0.01,
+                                                     description="vector_min_cosine", readout_format=".2f")
+        self.retrieve_button = widgets.Button(description="Retrieve again", icon="refresh",
+                                              tooltip="forget the cached candidates (e.g. after a write)")
+        self.retrieve_button.on_click(lambda _: self.retrieve_again())
+        self.summary = widgets.HTML()
+        self.hits_table, self.admitted_table, self.rejected_table = widgets.HTML(), widgets.HTML(), widgets.HTML()
+        for control in (self.query, self.mode, self.limit):
+            control.observe(self._refresh, names="value")
+        for slider in (self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine):
+            slider.observe(self._replay, names="value")
+        style = {"description_width": "initial"}
+        for slider in (self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine):
+            slider.style = style
+        self.children = [
+            widgets.HBox([self.query, self.retrieve_button]), self.mode, widgets.HBox([self.limit, self.fts_min_terms]),
+            widgets.HBox([self.fts_min_coverage, self.vector_min_cosine]),
+            self.status, self.summary, self.hits_table, self.admitted_table, self.rejected_table,
+        ]
+        self._refresh()
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def policy(self) -> AdmissionPolicy:
+        return dataclasses.replace(
+            self.base_policy,
+            fts_min_terms=int(self.fts_min_terms.value),
+            fts_min_coverage=float(self.fts_min_coverage.value),
+            vector_min_cosine=float(self.vector_min_cosine.value),
+        )
+
+    def _retrieve(self):
+        """The cached retrieval for the current query/mode/pool, fetching it once."""
+        pool = self.policy.pool_size(self.limit.value)
+        key = (self.query.value.strip(), self.mode.value, pool)
+        if key not in self._cache:
+            async def fetch():
+                heads = await resolve_memories(self.svc, self.memory_ids)
+                return await self.svc.retrieve(key[0], heads, self.limit.value, key[1], self.policy)
+
+            fetched = self.call(fetch())
+            if fetched is None:
+                return None
+            self.retrievals += 1
+            self._cache[key] = fetched
+        return self._cache[key]
+
+    def retrieve_again(self) -> None:
+        """Drop the cached candidates and retrieve the current query afresh."""
+        self._cache.clear()
+        self._refresh()
+
+    def _refresh(self, _change: Any = None) -> None:
+        if not self.query.value.strip():
+            self._clear("type a query")
+            return
+        self._replay()
+
+    def _replay(self, _change: Any = None) -> None:
+        """Admission + fusion over the cached candidates: no database round trip."""
+        if not self.query.value.strip():
+            return
+        fetched = self._retrieve()
+        if fetched is None:
+            self._clear(None)
+            return
+        self.show_error(None)
+        retrieval, used, fallback = fetched
+        policy = self.policy
+        decisions = admission.explain(retrieval.channels, policy)
+        hits = admission.fuse(retrieval.channels, policy, self.limit.value)
+        self.result = MemorySearchResult(
+            query=self.query.value.strip(), hits=hits, mode=used, requested_mode=self.mode.value,
+            policy=policy, decisions=decisions, fallback_reason=fallback,
+        )
+        frame = tables.decisions_frame(decisions, hits, width=self.width)
+        self.hits = tables.hits_frame(self.result, width=self.width)
+        self.admitted = frame[frame["admitted"]].reset_index(drop=True)
+        self.rejected = frame[~frame["admitted"]].reset_index(drop=True)
+        self.summary.value = esc(
+            f"{result_summary(self.result)} · {len(frame)} candidates · {len(self.admitted)} admitted · "
+            f"{len(self.rejected)} rejected"
+        )
+        self.hits_table.value = html_table(self.hits, caption="hits")
+        self.admitted_table.value = html_table(self.admitted, {i: "admitted" for i in range(len(self.admitted))},
+                                               caption="admitted candidates")
+        self.rejected_table.value = html_table(self.rejected, {i: "rejected" for i in range(len(self.rejected))},
+                                               caption="rejected candidates")
+
+    def _clear(self, note: str | None) -> None:
+        self.result = None
+        self.hits = self.admitted = self.rejected = pd.DataFrame()
+        self.summary.value = f"<i>{note}</i>" if note else ""
+        self.hits_table.value = self.admitted_table.value = self.rejected_table.value = ""

@@ -1,0 +1,77 @@
+"""Every class of user mistake prints ONE `UsageError: …` line, never a traceback."""
+
+from __future__ import annotations
+
+import pytest
+
+import powercontext as pc
+from powercontext.magics.errors import user_message
+
+from .helpers import fail, run
+
+PUSH = "Run make test before every push."
+
+
+@pytest.fixture
+def opened(shell, sqlite_target):
+    """An open database with one Memory at Revision 2; returns (shell, memory id)."""
+    run(shell, f"%pcmem open {sqlite_target}")
+    rev = run(shell, f'%pcmem remember --kind preference "{PUSH}"')
+    run(shell, f'%pcmem remember --memory {rev.artifact_id} --kind fact "The dev server listens on port 5173."')
+    return shell, rev.artifact_id
+
+
+CASES = [
+    # (cell, expected fragment); {mid} is the Memory id, {entry} its first entry
+    ("%pcmem frobnicate", "unknown subcommand 'frobnicate'"),
+    ('%pcmem search "make test" --bogus', "unrecognized arguments: --bogus"),
+    ('%pcmem search "make test" --mode fuzzy', "invalid choice: 'fuzzy'"),
+    ('%pcmem search "make test', "No closing quotation"),
+    ("%pcmem eval", "the following arguments are required: --dataset"),
+    ("%pcmem manifest mem_art_nope", "unknown memory 'mem_art_nope'"),
+    ("%pcmem manifest {mid}@0", "bad Memory ref"),
+    ("%pcmem manifest {mid}@9", "has no Revision 9 (head is 2)"),
+    ("%pcmem lineage mem_ent_nope", "unknown entry 'mem_ent_nope'"),
+    ("%pcmem forget {entry} --memory {mid}@1", "stale revision: "),
+    ('%pcmem remember --memory {mid}@1 --kind fact "late write"', "stale revision: "),
+    ('%pcmem search "make test" --mode vector', "not supported: vector search is unavailable"),
+    ('%pcmem search "make test" --mode hybrid', "not supported: hybrid search is unavailable"),
+    ('%pcmem search "make test" --memory {mid}@1', "not supported: "),
+    ('%pcmem search "make test" --fts-min-coverage 2', "bad admission threshold: fts_min_coverage"),
+    ("%pcmem remember --kind fact", "nothing to remember"),
+    ('%pcmem remember --kind "two words" "text"', "invalid request: kind must be"),
+    ('%pcmem remember --kind fact --source missing "text"', "unknown source 'missing'"),
+    ("%%pcmem memories\nbody", "has no cell form"),
+    ("%pcmem open ftp://example.org/x", "invalid request: cannot open"),
+    ("%pcmem open", "open what?"),
+    ("%pcmem inspect manifest", "takes exactly one Memory REF"),
+]
+
+
+@pytest.mark.parametrize("cell, expected", CASES, ids=[c[0].split("\n")[0][:40] for c in CASES])
+def test_user_error_is_one_line(opened, capsys, cell, expected):
+    shell, mid = opened
+    entry = run(shell, f"%pcmem manifest {mid}").entry_id[0]
+    line = fail(shell, capsys, cell.format(mid=mid, entry=entry))
+    assert expected in line
+
+
+def test_ambiguous_prefix_asks_for_more(opened, capsys):
+    shell, mid = opened
+    run(shell, '%pcmem remember --kind fact "A second Memory."')
+    assert "ambiguous memory prefix 'mem_art_'" in fail(shell, capsys, "%pcmem manifest mem_art_")
+
+
+def test_no_database_open(shell, capsys):
+    assert "no database is open" in fail(shell, capsys, "%pcmem status")
+
+
+def test_bugs_are_not_disguised_as_user_errors():
+    assert user_message(ZeroDivisionError("boom")) is None
+    assert user_message(pc.RevisionConflictError("x@1 is not the head\nmore")) == "stale revision: x@1 is not the head"
+
+
+def test_failed_open_keeps_the_open_database(opened, capsys):
+    shell, mid = opened
+    fail(shell, capsys, "%pcmem open ftp://example.org/x")
+    assert run(shell, "%pcmem memories").memory.tolist() == [mid]
