@@ -103,3 +103,18 @@ async def test_results_and_candidates_have_lean_reprs(svc, corpus):
 async def test_unknown_source_is_a_typed_error(svc):
     with pytest.raises(pc.SourceNotFoundError, match="persist"):
         await svc.sources.get("src_missing")
+
+
+HOSTILE = [
+    '"unbalanced quote', "a' OR '1'='1", "NEAR(port server, 2)", "port* -server +dev", "<dev >server ~port",
+    "(port) AND (server)", "col:port", "^port", "\\x00port\x00", "port\\", "%port_%", "🚀 port 🚀",
+    "שרת port", "e\u0301cole port", "ＡＰＩ ｐｏｒｔ", "u_4e2d b_4e2d_6587 服务器端口", "x" * 5000, "port " * 300,
+]
+
+
+@pytest.mark.parametrize("query", HOSTILE, ids=range(len(HOSTILE)))
+async def test_hostile_queries_never_reach_match_syntax(svc, corpus, query):
+    r1, _ = corpus
+    res = await svc.search(query, memories=(r1,), mode="fts", explain=True)
+    assert all(d.candidate.entry_id for d in res.decisions)
+    assert len(res) <= 8
