@@ -28,6 +28,7 @@ from .. import analyzer
 from ..errors import BackendUnavailableError
 from ..model import EmbeddingProfile
 from .base import DatabaseMemoryBackend
+from .portable import PortableSQL
 
 MIN_VERSION = (4, 3, 5, 3)
 SCHEMA_VERSION = "1"
@@ -122,13 +123,17 @@ def parse_url(url: str) -> dict[str, Any]:
     )
 
 
+def _marks(n: int) -> str:
+    return ",".join(["%s"] * n)
+
+
 def vector_literal(values: Sequence[float]) -> bytes:
     """Little-endian float32 bytes: OceanBase accepts them for VECTOR columns and they
     are ~5× smaller than the JSON text form."""
     return struct.pack(f"<{len(values)}f", *values)
 
 
-class OceanBaseMemoryBackend(DatabaseMemoryBackend):
+class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     name = "oceanbase"
     max_workers = 4
 
@@ -212,6 +217,14 @@ class OceanBaseMemoryBackend(DatabaseMemoryBackend):
         self._close_sync()
         self._closed = True
         self._executor.shutdown(wait=True)
+
+    def _rows(self, tx, sql, params=()):
+        # The portable statements use "?"; pymysql's paramstyle is "%s".
+        tx.execute(sql.replace("?", "%s"), tuple(params))
+        return [tuple(r) for r in tx.fetchall()]
+
+    def _count(self, tx, sql, params=()):
+        return tx.execute(sql.replace("?", "%s"), tuple(params))
 
     def _is_unique_violation(self, exc: BaseException) -> bool:
         return isinstance(exc, self._pymysql.err.IntegrityError) and exc.args and exc.args[0] == ER_DUP_ENTRY
@@ -316,98 +329,6 @@ class OceanBaseMemoryBackend(DatabaseMemoryBackend):
                 "OceanBase FULLTEXT probe failed: the SPACE parser did not index two-letter analyzer tokens"
             )
 
-    # ------------------------------------------------------------- heads and revisions
-
-    @staticmethod
-    def _marks(n: int) -> str:
-        return ",".join(["%s"] * n)
-
-    def _read_head(self, tx, artifact_id):
-        tx.execute("SELECT revision FROM artifact_heads WHERE artifact_id = %s", (artifact_id,))
-        row = tx.fetchone()
-        return None if row is None else int(row[0])
-
-    def _read_heads(self, tx, artifact_ids):
-        tx.execute(f"SELECT artifact_id, revision FROM artifact_heads WHERE artifact_id IN ({self._marks(len(artifact_ids))})", tuple(artifact_ids))
-        return {a: int(r) for a, r in tx.fetchall()}
-
-    def _list_heads(self, tx):
-        tx.execute("SELECT artifact_id, revision FROM artifact_heads")
-        return [(a, int(r)) for a, r in tx.fetchall()]
-
-    def _read_revision(self, tx, artifact_id, revision):
-        tx.execute(
-            "SELECT content, content_hash, lineage FROM artifact_revisions WHERE artifact_id = %s AND revision = %s",
-            (artifact_id, revision),
-        )
-        return tx.fetchone()
-
-    def _read_revision_range(self, tx, artifact_id, lo, hi):
-        tx.execute(
-            "SELECT revision, content, content_hash FROM artifact_revisions "
-            "WHERE artifact_id = %s AND revision BETWEEN %s AND %s ORDER BY revision",
-            (artifact_id, lo, hi),
-        )
-        return [(int(r), c, h) for r, c, h in tx.fetchall()]
-
-    def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage):
-        tx.execute(
-            "INSERT INTO artifact_revisions (artifact_id, revision, family, content, content_hash, lineage) "
-            "VALUES (%s, %s, %s, %s, %s, %s)",
-            (artifact_id, revision, family, content, content_hash, lineage),
-        )
-
-    def _insert_head(self, tx, artifact_id, revision):
-        tx.execute("INSERT INTO artifact_heads (artifact_id, revision) VALUES (%s, %s)", (artifact_id, revision))
-
-    def _cas_head(self, tx, artifact_id, base, next_revision):
-        return tx.execute(
-            "UPDATE artifact_heads SET revision = %s WHERE artifact_id = %s AND revision = %s",
-            (next_revision, artifact_id, base),
-        )
-
-    # ------------------------------------------------------------- entry versions
-
-    _VERSION_COLUMNS = (
-        "memory_artifact_id, entry_id, entry_version_id, version, previous_version_id, kind, text, "
-        "source_refs, artifact_refs, entry_content_hash, created_in_revision"
-    )
-
-    def _read_versions(self, tx, version_ids):
-        tx.execute(
-            f"SELECT {self._VERSION_COLUMNS} FROM memory_entry_versions WHERE entry_version_id IN ({self._marks(len(version_ids))})",
-            tuple(version_ids),
-        )
-        return tx.fetchall()
-
-    def _read_entry_versions(self, tx, artifact_id, entry_id):
-        tx.execute(
-            f"SELECT {self._VERSION_COLUMNS} FROM memory_entry_versions WHERE memory_artifact_id = %s AND entry_id = %s",
-            (artifact_id, entry_id),
-        )
-        return tx.fetchall()
-
-    def _existing_version_ids(self, tx, version_ids):
-        if not version_ids:
-            return set()
-        tx.execute(
-            f"SELECT entry_version_id FROM memory_entry_versions WHERE entry_version_id IN ({self._marks(len(version_ids))})",
-            tuple(version_ids),
-        )
-        return {r[0] for r in tx.fetchall()}
-
-    def _insert_version(self, tx, row):
-        tx.execute(f"INSERT INTO memory_entry_versions ({self._VERSION_COLUMNS}) VALUES ({self._marks(11)})", row)
-
-    # ------------------------------------------------------------- sources
-
-    def _read_source(self, tx, name):
-        tx.execute("SELECT payload, content_hash FROM sources WHERE name = %s", (name,))
-        return tx.fetchone()
-
-    def _insert_source(self, tx, name, content_hash, payload):
-        tx.execute("INSERT INTO sources (name, content_hash, payload) VALUES (%s, %s, %s)", (name, content_hash, payload))
-
     # ------------------------------------------------------------- projections
 
     def _put_projection(self, tx, artifact_id, head_revision, entry_id, version_id, content_hash, searchable_text, vector):
@@ -426,7 +347,7 @@ class OceanBaseMemoryBackend(DatabaseMemoryBackend):
             if self._vector_column:
                 names += ", embedding"
             tx.execute(
-                f"INSERT INTO memory_entry_heads ({names}) VALUES ({self._marks(len(params) + 2)})",
+                f"INSERT INTO memory_entry_heads ({names}) VALUES ({_marks(len(params) + 2)})",
                 (artifact_id, entry_id, *params),
             )
 
@@ -435,9 +356,6 @@ class OceanBaseMemoryBackend(DatabaseMemoryBackend):
 
     def _delete_all_projections(self, tx, artifact_id):
         tx.execute("DELETE FROM memory_entry_heads WHERE memory_artifact_id = %s", (artifact_id,))
-
-    def _set_projection_revision(self, tx, artifact_id, revision):
-        tx.execute("UPDATE memory_entry_heads SET head_revision = %s WHERE memory_artifact_id = %s", (revision, artifact_id))
 
     # ------------------------------------------------------------- search
 
@@ -448,7 +366,7 @@ class OceanBaseMemoryBackend(DatabaseMemoryBackend):
         tx.execute(
             "SELECT memory_artifact_id, entry_id, entry_version_id, entry_content_hash, searchable_text, "
             "MATCH(searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score FROM memory_entry_heads "
-            f"WHERE MATCH(searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AND memory_artifact_id IN ({self._marks(len(artifact_ids))}) "
+            f"WHERE MATCH(searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AND memory_artifact_id IN ({_marks(len(artifact_ids))}) "
             "ORDER BY score DESC, memory_artifact_id, entry_id LIMIT %s",
             (text, text, *artifact_ids, k),
         )
@@ -473,7 +391,7 @@ class OceanBaseMemoryBackend(DatabaseMemoryBackend):
         literal = vector_literal(vector)
         tx.execute(
             "SELECT memory_artifact_id, entry_id, entry_version_id, entry_content_hash, l2_distance(embedding, %s) AS d "
-            f"FROM memory_entry_heads WHERE memory_artifact_id IN ({self._marks(len(artifact_ids))}) "
+            f"FROM memory_entry_heads WHERE memory_artifact_id IN ({_marks(len(artifact_ids))}) "
             "ORDER BY l2_distance(embedding, %s) APPROXIMATE LIMIT %s",
             (literal, *artifact_ids, literal, k),
         )
@@ -486,7 +404,7 @@ class OceanBaseMemoryBackend(DatabaseMemoryBackend):
                 literal = vector_literal(vector)
                 tx.execute(
                     "SELECT memory_artifact_id, entry_id, entry_version_id, entry_content_hash, l2_distance(embedding, %s) AS d "
-                    f"FROM memory_entry_heads WHERE embedding IS NOT NULL AND memory_artifact_id IN ({self._marks(len(artifact_ids))}) "
+                    f"FROM memory_entry_heads WHERE embedding IS NOT NULL AND memory_artifact_id IN ({_marks(len(artifact_ids))}) "
                     "ORDER BY d, projection_id LIMIT %s",
                     (literal, *artifact_ids, k),
                 )

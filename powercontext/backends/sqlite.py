@@ -19,6 +19,7 @@ import apsw
 from ..errors import BackendUnavailableError
 from ..model import EmbeddingProfile
 from .base import DatabaseMemoryBackend
+from .portable import PortableSQL
 from .. import analyzer
 
 MIN_SQLITE = (3, 38, 0)
@@ -109,7 +110,7 @@ def _float32(values: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(values)}f", *values)
 
 
-class SQLiteMemoryBackend(DatabaseMemoryBackend):
+class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     name = "sqlite"
     max_workers = 1
 
@@ -223,94 +224,16 @@ class SQLiteMemoryBackend(DatabaseMemoryBackend):
     def _close_sync(self) -> None:
         self._con.close()
 
+    def _rows(self, tx, sql, params=()):
+        return [tuple(r) for r in tx.execute(sql, tuple(params))]
+
+    def _count(self, tx, sql, params=()):
+        tx.execute(sql, tuple(params))
+        return self._con.changes()
+
     def _is_unique_violation(self, exc: BaseException) -> bool:
         message = str(exc).upper()
         return isinstance(exc, apsw.ConstraintError) and ("UNIQUE" in message or "PRIMARY KEY" in message)
-
-    # ------------------------------------------------------------- heads and revisions
-
-    def _read_head(self, tx, artifact_id):
-        row = tx.execute("SELECT revision FROM artifact_heads WHERE artifact_id = ?", (artifact_id,)).fetchone()
-        return None if row is None else int(row[0])
-
-    def _read_heads(self, tx, artifact_ids):
-        marks = ",".join("?" * len(artifact_ids))
-        rows = tx.execute(f"SELECT artifact_id, revision FROM artifact_heads WHERE artifact_id IN ({marks})", tuple(artifact_ids))
-        return {a: int(r) for a, r in rows}
-
-    def _list_heads(self, tx):
-        return [(a, int(r)) for a, r in tx.execute("SELECT artifact_id, revision FROM artifact_heads")]
-
-    def _read_revision(self, tx, artifact_id, revision):
-        return tx.execute(
-            "SELECT content, content_hash, lineage FROM artifact_revisions WHERE artifact_id = ? AND revision = ?",
-            (artifact_id, revision),
-        ).fetchone()
-
-    def _read_revision_range(self, tx, artifact_id, lo, hi):
-        return tx.execute(
-            "SELECT revision, content, content_hash FROM artifact_revisions "
-            "WHERE artifact_id = ? AND revision BETWEEN ? AND ? ORDER BY revision",
-            (artifact_id, lo, hi),
-        ).fetchall()
-
-    def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage):
-        tx.execute(
-            "INSERT INTO artifact_revisions (artifact_id, revision, family, content, content_hash, lineage) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (artifact_id, revision, family, content, content_hash, lineage),
-        )
-
-    def _insert_head(self, tx, artifact_id, revision):
-        tx.execute("INSERT INTO artifact_heads (artifact_id, revision) VALUES (?, ?)", (artifact_id, revision))
-
-    def _cas_head(self, tx, artifact_id, base, next_revision):
-        tx.execute(
-            "UPDATE artifact_heads SET revision = ? WHERE artifact_id = ? AND revision = ?",
-            (next_revision, artifact_id, base),
-        )
-        return self._con.changes()
-
-    # ------------------------------------------------------------- entry versions
-
-    _VERSION_COLUMNS = (
-        "memory_artifact_id, entry_id, entry_version_id, version, previous_version_id, kind, text, "
-        "source_refs, artifact_refs, entry_content_hash, created_in_revision"
-    )
-
-    def _read_versions(self, tx, version_ids):
-        marks = ",".join("?" * len(version_ids))
-        return tx.execute(
-            f"SELECT {self._VERSION_COLUMNS} FROM memory_entry_versions WHERE entry_version_id IN ({marks})",
-            tuple(version_ids),
-        ).fetchall()
-
-    def _read_entry_versions(self, tx, artifact_id, entry_id):
-        return tx.execute(
-            f"SELECT {self._VERSION_COLUMNS} FROM memory_entry_versions WHERE memory_artifact_id = ? AND entry_id = ?",
-            (artifact_id, entry_id),
-        ).fetchall()
-
-    def _existing_version_ids(self, tx, version_ids):
-        if not version_ids:
-            return set()
-        marks = ",".join("?" * len(version_ids))
-        return {r[0] for r in tx.execute(
-            f"SELECT entry_version_id FROM memory_entry_versions WHERE entry_version_id IN ({marks})", tuple(version_ids)
-        )}
-
-    def _insert_version(self, tx, row):
-        tx.execute(
-            f"INSERT INTO memory_entry_versions ({self._VERSION_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", row
-        )
-
-    # ------------------------------------------------------------- sources
-
-    def _read_source(self, tx, name):
-        return tx.execute("SELECT payload, content_hash FROM sources WHERE name = ?", (name,)).fetchone()
-
-    def _insert_source(self, tx, name, content_hash, payload):
-        tx.execute("INSERT INTO sources (name, content_hash, payload) VALUES (?, ?, ?)", (name, content_hash, payload))
 
     # ------------------------------------------------------------- projections
 
@@ -368,9 +291,6 @@ class SQLiteMemoryBackend(DatabaseMemoryBackend):
         self._drop_vector(tx, pid)
         tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
         tx.execute("DELETE FROM memory_entry_heads WHERE projection_id = ?", (pid,))
-
-    def _set_projection_revision(self, tx, artifact_id, revision):
-        tx.execute("UPDATE memory_entry_heads SET head_revision = ? WHERE memory_artifact_id = ?", (revision, artifact_id))
 
     # ------------------------------------------------------------- search
 

@@ -1,0 +1,115 @@
+"""Primitives whose SQL is the same on every supported database.
+
+Written once with ``?`` placeholders; an adapter supplies ``_rows`` and ``_count``,
+which run one statement in its driver's parameter style. What differs between the
+databases — DDL, transactions, the FTS and vector projections and their queries —
+stays in each adapter.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+VERSION_COLUMNS = (
+    "memory_artifact_id, entry_id, entry_version_id, version, previous_version_id, kind, text, "
+    "source_refs, artifact_refs, entry_content_hash, created_in_revision"
+)
+
+
+def marks(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class PortableSQL:
+    def _rows(self, tx: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _count(self, tx: Any, sql: str, params: Sequence[Any] = ()) -> int:
+        """Run a write statement and return the number of affected rows."""
+        raise NotImplementedError
+
+    # heads and revisions
+
+    def _read_head(self, tx, artifact_id):
+        rows = self._rows(tx, "SELECT revision FROM artifact_heads WHERE artifact_id = ?", (artifact_id,))
+        return int(rows[0][0]) if rows else None
+
+    def _read_heads(self, tx, artifact_ids):
+        rows = self._rows(
+            tx, f"SELECT artifact_id, revision FROM artifact_heads WHERE artifact_id IN ({marks(len(artifact_ids))})",
+            tuple(artifact_ids),
+        )
+        return {a: int(r) for a, r in rows}
+
+    def _list_heads(self, tx):
+        return [(a, int(r)) for a, r in self._rows(tx, "SELECT artifact_id, revision FROM artifact_heads")]
+
+    def _read_revision(self, tx, artifact_id, revision):
+        rows = self._rows(
+            tx, "SELECT content, content_hash, lineage FROM artifact_revisions WHERE artifact_id = ? AND revision = ?",
+            (artifact_id, revision),
+        )
+        return rows[0] if rows else None
+
+    def _read_revision_range(self, tx, artifact_id, lo, hi):
+        rows = self._rows(
+            tx, "SELECT revision, content, content_hash FROM artifact_revisions "
+            "WHERE artifact_id = ? AND revision BETWEEN ? AND ? ORDER BY revision",
+            (artifact_id, lo, hi),
+        )
+        return [(int(r), c, h) for r, c, h in rows]
+
+    def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage):
+        self._count(
+            tx, "INSERT INTO artifact_revisions (artifact_id, revision, family, content, content_hash, lineage) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (artifact_id, revision, family, content, content_hash, lineage),
+        )
+
+    def _insert_head(self, tx, artifact_id, revision):
+        self._count(tx, "INSERT INTO artifact_heads (artifact_id, revision) VALUES (?, ?)", (artifact_id, revision))
+
+    def _cas_head(self, tx, artifact_id, base, next_revision):
+        return self._count(
+            tx, "UPDATE artifact_heads SET revision = ? WHERE artifact_id = ? AND revision = ?",
+            (next_revision, artifact_id, base),
+        )
+
+    # entry versions
+
+    def _read_versions(self, tx, version_ids):
+        return self._rows(
+            tx, f"SELECT {VERSION_COLUMNS} FROM memory_entry_versions WHERE entry_version_id IN ({marks(len(version_ids))})",
+            tuple(version_ids),
+        )
+
+    def _read_entry_versions(self, tx, artifact_id, entry_id):
+        return self._rows(
+            tx, f"SELECT {VERSION_COLUMNS} FROM memory_entry_versions WHERE memory_artifact_id = ? AND entry_id = ?",
+            (artifact_id, entry_id),
+        )
+
+    def _existing_version_ids(self, tx, version_ids):
+        if not version_ids:
+            return set()
+        return {r[0] for r in self._rows(
+            tx, f"SELECT entry_version_id FROM memory_entry_versions WHERE entry_version_id IN ({marks(len(version_ids))})",
+            tuple(version_ids),
+        )}
+
+    def _insert_version(self, tx, row):
+        self._count(tx, f"INSERT INTO memory_entry_versions ({VERSION_COLUMNS}) VALUES ({marks(11)})", row)
+
+    # sources
+
+    def _read_source(self, tx, name):
+        rows = self._rows(tx, "SELECT payload, content_hash FROM sources WHERE name = ?", (name,))
+        return rows[0] if rows else None
+
+    def _insert_source(self, tx, name, content_hash, payload):
+        self._count(tx, "INSERT INTO sources (name, content_hash, payload) VALUES (?, ?, ?)", (name, content_hash, payload))
+
+    # projections
+
+    def _set_projection_revision(self, tx, artifact_id, revision):
+        self._count(tx, "UPDATE memory_entry_heads SET head_revision = ? WHERE memory_artifact_id = ?", (revision, artifact_id))
