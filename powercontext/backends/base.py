@@ -1,11 +1,14 @@
 """The database-adapter SPI (RFC 000 "Code structure and abstraction boundaries").
 
 ``DatabaseMemoryBackend`` owns everything that must be the same on every database:
-async-over-sync execution, the Unit of Work, canonical validation of a commit plan,
-manifest/entry/evidence checks, projection maintenance order, and the authoritative
-filtering of search candidates. A concrete adapter implements only the synchronous
+async-over-sync execution, the Unit of Work, verified reads of Revisions and entry
+versions, citations, Sources, the commit sequence and projection maintenance order,
+and offline rebuilds. Two mixins hold the rest of the shared rules: ``validation``
+(the in-transaction checks of a commit plan) and ``retrieval`` (authoritative search
+filtering and vector completeness). A concrete adapter implements only the synchronous
 primitives at the bottom of this file: transactions, CRUD, the head CAS, and its
-search dialect. If two adapters need the same rule, it belongs here.
+search dialect (``portable.py`` holds the statements that are the same everywhere).
+If two adapters need the same rule, it belongs here, not in an adapter.
 """
 
 from __future__ import annotations
@@ -16,16 +19,12 @@ import json
 import threading
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
 from .. import analyzer, canonical
-from ..embedding import check_vector
 from ..errors import (
     ArtifactNotFoundError,
-    CapabilityNotSupportedError,
     InvalidCitationError,
-    InvalidEmbeddingError,
     InvalidMemoryRequestError,
     MemoryEntryNotFoundError,
     RevisionConflictError,
@@ -34,10 +33,7 @@ from ..errors import (
 )
 from ..model import (
     MEMORY_FAMILY,
-    MEMORY_SCHEMA,
-    MANIFEST_FORMAT,
     ArtifactRef,
-    ChannelCandidate,
     ContentSource,
     EmbeddingProfile,
     MemoryCapabilities,
@@ -47,129 +43,35 @@ from ..model import (
     MemoryRevisionChanges,
     RevisionLineage,
     Source,
-    SourceRef,
-    sorted_refs,
     source_payload,
 )
 
-MAX_TEXT_BYTES = 8192
-MAX_REASON_CODE_POINTS = 512
-MAX_KIND_LENGTH = 64
-SEARCH_HEAD_RETRIES = 3
 REVISION_CACHE_SIZE = 256
 
 
-# ------------------------------------------------------------------ plan and request
+from .plans import CommitPlan, Retrieval, RetrievalRequest  # noqa: F401  (re-exported)
+from .retrieval import AuthoritativeRetrieval
+from .rules import (  # noqa: F401  (re-exported)
+    MAX_KIND_LENGTH,
+    MAX_REASON_CODE_POINTS,
+    MAX_TEXT_BYTES,
+    artifact_refs_from_json,
+    cosine_from_l2,
+    normalize_reason,
+    normalize_text,
+    refs_to_json,
+    source_refs_from_json,
+    validate_kind,
+    version_content_hash,
+)
+from .validation import CommitValidation
 
-
-@dataclass(frozen=True)
-class CommitPlan:
-    """Everything one Memory commit writes, built by the service outside the
-    transaction and re-validated by the backend inside it."""
-
-    artifact_id: str
-    base_revision: int | None  # None creates the Memory
-    content: MemoryContent
-    lineage: RevisionLineage
-    new_versions: tuple[MemoryEntryVersion, ...] = ()
-    # entry_version_id -> (embedding_content_hash, vector); absent = no vector written
-    vectors: Mapping[str, tuple[str, tuple[float, ...]]] = field(default_factory=dict)
-
-    @property
-    def next_revision(self) -> int:
-        return 1 if self.base_revision is None else self.base_revision + 1
-
-
-@dataclass(frozen=True)
-class RetrievalRequest:
-    memories: tuple[ArtifactRef, ...]  # each must still be its Memory's head
-    terms: tuple[str, ...]
-    channels: tuple[str, ...]
-    pool: int
-    query_vector: tuple[float, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Retrieval:
-    """Per-channel candidates in backend order, with raw signals, already filtered
-    through the authoritative head manifests. Admission has not run yet."""
-
-    memories: tuple[ArtifactRef, ...]
-    terms: tuple[str, ...]
-    channels: Mapping[str, tuple[ChannelCandidate, ...]]
-
-
-# ------------------------------------------------------------------ shared validators
-
-
-def normalize_text(text: object) -> str:
-    if not isinstance(text, str):
-        raise InvalidMemoryRequestError(f"entry text must be a string, not {type(text).__name__}")
-    text = canonical.nfc(text).strip()
-    if not text:
-        raise InvalidMemoryRequestError("entry text is empty after normalization")
-    size = len(text.encode("utf-8"))
-    if size > MAX_TEXT_BYTES:
-        raise InvalidMemoryRequestError(
-            f"entry text is {size} UTF-8 bytes; the limit is {MAX_TEXT_BYTES}. Split it into entries of one topic each"
-        )
-    return text
-
-
-def normalize_reason(reason: object) -> str | None:
-    if reason is None:
-        return None
-    if not isinstance(reason, str):
-        raise InvalidMemoryRequestError("reason must be a string or None")
-    reason = canonical.nfc(reason).strip()
-    if not reason:
-        return None
-    if len(reason) > MAX_REASON_CODE_POINTS:
-        raise InvalidMemoryRequestError(
-            f"reason has {len(reason)} code points; the limit is {MAX_REASON_CODE_POINTS}"
-        )
-    return reason
-
-
-def validate_kind(kind: object) -> str:
-    if (
-        not isinstance(kind, str)
-        or not kind
-        or len(kind) > MAX_KIND_LENGTH
-        or not all(33 <= ord(c) <= 126 for c in kind)
-    ):
-        raise InvalidMemoryRequestError(
-            f"kind must be a non-empty ASCII word of at most {MAX_KIND_LENGTH} characters "
-            f"(fact, preference, decision, constraint, working_note …), got {kind!r}"
-        )
-    return kind
-
-
-def version_content_hash(version: MemoryEntryVersion) -> str:
-    return canonical.entry_content_hash(version.content())
-
-
-def refs_to_json(refs) -> str:
-    return canonical.canonical_text([r.to_canonical() for r in refs])
-
-
-def source_refs_from_json(text: str) -> tuple[SourceRef, ...]:
-    return tuple(SourceRef(name=r["name"], content_hash=r["content_hash"]) for r in json.loads(text))
-
-
-def artifact_refs_from_json(text: str) -> tuple[ArtifactRef, ...]:
-    return tuple(ArtifactRef(r["artifact_id"], r["revision"]) for r in json.loads(text))
-
-
-def cosine_from_l2(distance: float) -> float:
-    """Unit vectors: ‖a−b‖² = 2 − 2·cos, so cos = 1 − d²/2."""
-    return 1.0 - (distance * distance) / 2.0
-
+REVISION_CACHE_SIZE = 256
 
 # -------------------------------------------------------------------------- backend
 
 
-class DatabaseMemoryBackend(ABC):
+class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
     """Async MemoryBackend over synchronous adapter primitives."""
 
     name: str = "database"
@@ -506,138 +408,6 @@ class DatabaseMemoryBackend(ABC):
             lineage=plan.lineage,
         )
 
-    def _validate_plan(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None) -> None:
-        content = plan.content
-        if content.schema != MEMORY_SCHEMA or content.manifest.format != MANIFEST_FORMAT:
-            raise InvalidMemoryRequestError("unknown MemoryContent schema or manifest format")
-        items = content.manifest.entries
-        ids = [i.entry_id for i in items]
-        if ids != sorted(ids, key=canonical.utf8_key) or len(set(ids)) != len(ids):
-            raise InvalidMemoryRequestError("manifest entries must be unique and sorted by UTF-8 entry_id")
-        change_ids = [c.entry_id for c in content.changes]
-        if change_ids != sorted(change_ids, key=canonical.utf8_key) or len(set(change_ids)) != len(change_ids):
-            raise InvalidMemoryRequestError("a Revision records at most one change per entry, sorted by entry_id")
-        if not content.changes:
-            raise InvalidMemoryRequestError("a Revision must record at least one change (no empty Revisions)")
-        for item in items:
-            if not canonical.is_valid_id(item.entry_id) or not canonical.is_valid_id(item.entry_version_id):
-                raise InvalidMemoryRequestError(f"invalid entry id or version id in manifest: {item.entry_id!r}")
-            if item.state not in ("active", "inactive") or not canonical.is_sha256_hex(item.entry_content_hash):
-                raise InvalidMemoryRequestError(f"invalid manifest item for {item.entry_id!r}")
-
-        base_items = {} if base is None else base.manifest.by_id()
-        new_items = content.manifest.by_id()
-        missing = set(base_items) - set(new_items)
-        if missing:
-            raise InvalidMemoryRequestError(f"entries cannot leave a manifest (deactivate them instead): {sorted(missing)}")
-
-        new_versions = {v.entry_version_id: v for v in plan.new_versions}
-        if len(new_versions) != len(plan.new_versions):
-            raise InvalidMemoryRequestError("duplicate entry_version_id in commit plan")
-        clash = self._existing_version_ids(tx, list(new_versions))
-        if clash:
-            raise InvalidMemoryRequestError(f"entry_version_id already exists: {sorted(clash)}")
-
-        # Evidence: resolve every operation Source and Artifact again, here.
-        for ref in plan.lineage.sources:
-            row = self._read_source(tx, ref.name)
-            if row is None or row[1] != ref.content_hash:
-                raise InvalidMemoryRequestError(
-                    f"source {ref.name!r} is not persisted with that content hash; persist it with svc.sources.persist()"
-                )
-        for aref in plan.lineage.artifacts:
-            if self._read_revision(tx, aref.artifact_id, aref.revision) is None:
-                raise InvalidMemoryRequestError(f"artifact evidence {aref} does not exist")
-        op_sources, op_artifacts = set(plan.lineage.sources), set(plan.lineage.artifacts)
-
-        changes = {c.entry_id: c for c in content.changes}
-        predecessors = self._versions(tx, [base_items[v.entry_id].entry_version_id for v in plan.new_versions if v.entry_id in base_items])
-        for entry_id, item in new_items.items():
-            old = base_items.get(entry_id)
-            change = changes.get(entry_id)
-            version = new_versions.get(item.entry_version_id)
-            if old is None:
-                expect = ("add", None, item.entry_version_id)
-            elif old.entry_version_id != item.entry_version_id:
-                expect = ("revise", old.entry_version_id, item.entry_version_id)
-            elif old.state != item.state:
-                expect = ("deactivate", old.entry_version_id, None) if item.state == "inactive" else ("reactivate", None, old.entry_version_id)
-            elif old.entry_content_hash != item.entry_content_hash:
-                raise InvalidMemoryRequestError(f"entry {entry_id!r} changed its hash without a new version")
-            else:
-                expect = None
-            got = None if change is None else (change.op, change.from_entry_version_id, change.to_entry_version_id)
-            if got != expect:
-                raise InvalidMemoryRequestError(f"change for entry {entry_id!r} is {got}, the manifests imply {expect}")
-            if change is not None:
-                if normalize_reason(change.reason) != change.reason:
-                    raise InvalidMemoryRequestError(f"reason of {entry_id!r} is not normalized or too long")
-            if expect is not None and expect[0] in ("add", "revise"):
-                if item.state != "active" or version is None:
-                    raise InvalidMemoryRequestError(f"{expect[0]} of {entry_id!r} needs a new active version")
-                pred = None if old is None else predecessors.get(old.entry_version_id)
-                self._validate_new_version(version, plan, item, pred, op_sources, op_artifacts)
-            elif version is not None:
-                raise InvalidMemoryRequestError(f"version {version.entry_version_id!r} is not introduced by a change")
-        unused = set(new_versions) - {i.entry_version_id for i in items}
-        if unused:
-            raise InvalidMemoryRequestError(f"new versions not referenced by the manifest: {sorted(unused)}")
-        for entry_id in set(changes) - set(new_items):
-            raise InvalidMemoryRequestError(f"change for {entry_id!r}, which is not in the manifest")
-        self._validate_vectors(plan.vectors, {i.entry_version_id: i for i in content.manifest.active})
-
-    def _validate_vectors(self, vectors: Mapping[str, tuple[str, tuple[float, ...]]], active: Mapping[str, Any]) -> None:
-        """A vector may enter a projection only for an active head version, with the
-        embedding hash of (this deployment's profile, that version's content hash) and
-        values that pass the profile's checks."""
-        if vectors and self.embedding_profile is None:
-            raise CapabilityNotSupportedError("this database has no vector projection; vectors cannot be written")
-        for version_id, (embedding_hash, values) in vectors.items():
-            item = active.get(version_id)
-            if item is None:
-                raise InvalidMemoryRequestError(f"vector for {version_id!r}, which is not an active head version")
-            if embedding_hash != self.expected_embedding_hash(item.entry_content_hash):
-                raise InvalidEmbeddingError(
-                    f"vector for {version_id!r} was computed for another profile or other content"
-                )
-            check_vector(values, self.embedding_profile)
-
-    def expected_embedding_hash(self, entry_hash: str) -> str:
-        return canonical.embedding_content_hash(self.embedding_profile.to_canonical(), entry_hash)
-
-    def _validate_new_version(self, v, plan, item, pred, op_sources, op_artifacts) -> None:
-        where = f"entry {v.entry_id!r}"
-        if v.memory_artifact_id != plan.artifact_id or v.entry_id != item.entry_id:
-            raise InvalidMemoryRequestError(f"{where}: version belongs to another Memory or entry")
-        if not canonical.is_valid_id(v.entry_version_id):
-            raise InvalidMemoryRequestError(f"{where}: invalid entry_version_id")
-        if v.created_in_revision != plan.next_revision:
-            raise InvalidMemoryRequestError(f"{where}: created_in_revision must be {plan.next_revision}")
-        validate_kind(v.kind)
-        if normalize_text(v.text) != v.text:
-            raise InvalidMemoryRequestError(f"{where}: text is not NFC-normalized and stripped")
-        if version_content_hash(v) != v.entry_content_hash or v.entry_content_hash != item.entry_content_hash:
-            raise InvalidMemoryRequestError(f"{where}: entry_content_hash does not match the canonical content")
-        if v.sources != sorted_refs(v.sources) or v.artifacts != sorted_refs(v.artifacts):
-            raise InvalidMemoryRequestError(f"{where}: references must be sorted and unique")
-        if pred is None:
-            if v.version != 1 or v.previous_version_id is not None:
-                raise InvalidMemoryRequestError(f"{where}: a new entry starts at version 1 with no predecessor")
-            allowed_s, allowed_a = op_sources, op_artifacts
-        else:
-            if v.previous_version_id != pred.entry_version_id or v.version != pred.version + 1:
-                raise InvalidMemoryRequestError(
-                    f"{where}: a revision must follow the base manifest's current version directly"
-                )
-            if not set(pred.sources) <= set(v.sources) or not set(pred.artifacts) <= set(v.artifacts):
-                raise InvalidMemoryRequestError(f"{where}: a revision keeps its predecessor's evidence")
-            allowed_s, allowed_a = op_sources | set(pred.sources), op_artifacts | set(pred.artifacts)
-        outside = [r.name for r in v.sources if r not in allowed_s] + [str(a) for a in v.artifacts if a not in allowed_a]
-        if outside:
-            raise InvalidMemoryRequestError(
-                f"{where}: evidence {outside} is not part of this operation's evidence (or the predecessor's)"
-            )
-
     def _apply_projections(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None) -> None:
         """Make memory_entry_heads (and its FTS/vector projections) mirror the active
         entries of the new head. Inactive entries have no projection at all."""
@@ -695,131 +465,6 @@ class DatabaseMemoryBackend(ABC):
         self._invalidate_completeness(ref.artifact_id)
         return len(active)
 
-    # ---------------------------------------------------------------- search
-
-    def _retrieve_sync(self, request: RetrievalRequest) -> Retrieval:
-        last_error: Exception | None = None
-        for _ in range(SEARCH_HEAD_RETRIES):
-            try:
-                return self._retrieve_once(request)
-            except _HeadMoved as exc:  # a concurrent commit between our reads
-                last_error = exc
-        raise RevisionConflictError(f"the selected Memory kept moving during the search: {last_error}")
-
-    def _retrieve_once(self, request: RetrievalRequest) -> Retrieval:
-        with self._transaction(write=False) as tx:
-            heads = self._read_heads(tx, [r.artifact_id for r in request.memories])
-            for ref in request.memories:
-                head = heads.get(ref.artifact_id)
-                if head is None:
-                    raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
-                if head != ref.revision:
-                    raise RevisionConflictError(
-                        f"{ref} is no longer the head (now Revision {head}); search the current head"
-                    )
-            manifests = {r.artifact_id: self._revision(tx, r).manifest.by_id() for r in request.memories}
-            ids = [r.artifact_id for r in request.memories]
-            raw: dict[str, list[tuple[Any, ...]]] = {}
-            if "fts" in request.channels and request.terms:
-                raw["fts"] = self._fts_query(tx, ids, request.terms, request.pool)
-            elif "fts" in request.channels:
-                raw["fts"] = []
-            if "vector" in request.channels:
-                if request.query_vector is None or self.embedding_profile is None:
-                    raise CapabilityNotSupportedError("vector retrieval needs a vector projection and a query vector")
-                check_vector(request.query_vector, self.embedding_profile)
-                for ref in request.memories:  # reconfirmed in the query transaction
-                    if not self._projection_complete(tx, ref.artifact_id):
-                        raise CapabilityNotSupportedError(
-                            f"the vector projection of {ref} is incomplete; run rebuild_projections()"
-                        )
-                raw["vector"] = self._vector_query(tx, ids, request.query_vector, request.pool)
-            channels = {name: self._authoritative(tx, name, rows, manifests, request) for name, rows in raw.items()}
-            # The head must not have moved while the channel queries ran (READ
-            # COMMITTED databases see each statement's own snapshot).
-            after = self._read_heads(tx, ids)
-            if after != heads:
-                raise _HeadMoved(f"heads {heads} became {after}")
-        return Retrieval(memories=request.memories, terms=request.terms, channels=channels)
-
-    def _authoritative(self, tx, channel, rows, manifests, request) -> tuple[ChannelCandidate, ...]:
-        """Keep only rows that the authoritative head manifest confirms: same entry,
-        active, exact version, and a version row whose canonical bytes hash to the
-        manifest's hash. Candidate text comes from the version row, not the index."""
-        refs = {r.artifact_id: r for r in request.memories}
-        versions = self._versions(tx, [row[2] for row in rows])
-        out: list[ChannelCandidate] = []
-        query_terms = set(request.terms)
-        for row in rows:
-            memory_id, entry_id, version_id, content_hash, signal = row
-            item = manifests.get(memory_id, {}).get(entry_id)
-            version = versions.get(version_id)
-            if (
-                item is None
-                or item.state != "active"
-                or item.entry_version_id != version_id
-                or item.entry_content_hash != content_hash
-                or version is None
-                or version.entry_id != entry_id
-                or version.memory_artifact_id != memory_id
-                or version_content_hash(version) != item.entry_content_hash
-            ):
-                continue
-            common = dict(
-                channel=channel,
-                rank=len(out) + 1,
-                memory_ref=refs[memory_id],
-                entry_id=entry_id,
-                entry_version_id=version_id,
-                entry_content_hash=content_hash,
-                kind=version.kind,
-                text=version.text,
-            )
-            if channel == "fts":
-                stored = set(signal.split())
-                matched = tuple(t for t in request.terms if t in stored and t in query_terms)
-                out.append(ChannelCandidate(**common, matched_terms=matched, query_term_count=len(request.terms)))
-            else:
-                out.append(ChannelCandidate(**common, cosine=cosine_from_l2(float(signal))))
-        return tuple(out)
-
-    # ---------------------------------------------------------------- vectors
-
-    def _vector_complete_sync(self, refs: tuple[ArtifactRef, ...]) -> bool:
-        """Is every selected Memory's vector projection complete? Cached per head
-        Revision (a new head is a new key; commits here also invalidate)."""
-        if not self._capabilities_sync().vector:
-            return False
-        missing = [r for r in refs if r not in self._completeness]
-        if missing:
-            with self._transaction(write=False) as tx:
-                for ref in missing:
-                    complete = self._read_head(tx, ref.artifact_id) == ref.revision and self._projection_complete(tx, ref.artifact_id)
-                    with self._completeness_lock:
-                        self._completeness[ref] = complete
-        return all(self._completeness[r] for r in refs)
-
-    def _projection_complete(self, tx: Any, artifact_id: str) -> bool:
-        """Complete iff every head row has a vector whose embedding hash matches this
-        profile and the row's content hash (RFC "Vector integrity")."""
-        if self.embedding_profile is None or not self._vector_supported_sync():
-            return False
-        return all(
-            has_vector and embedding_hash == self.expected_embedding_hash(content_hash)
-            for content_hash, embedding_hash, has_vector in self._vector_rows(tx, artifact_id)
-        )
-
-    def _invalidate_completeness(self, artifact_id: str) -> None:
-        with self._completeness_lock:
-            for ref in [r for r in self._completeness if r.artifact_id == artifact_id]:
-                del self._completeness[ref]
-
-    def _vector_rows(self, tx: Any, artifact_id: str) -> list[tuple[str, str | None, bool]]:
-        """(entry_content_hash, embedding_content_hash, has_vector) per head row."""
-        raise CapabilityNotSupportedError(f"the {self.name} backend has no vector projection configured")
-
-    def _vector_query(self, tx: Any, artifact_ids: list[str], vector: tuple[float, ...], k: int) -> list[tuple[Any, ...]]:
-        raise CapabilityNotSupportedError(f"the {self.name} backend has no vector projection configured")
 
     # ---------------------------------------------------------------- adapter primitives
 
@@ -913,7 +558,4 @@ class MemoryUnitOfWork:
     async def rollback(self) -> None:  # nothing is pending outside commit()
         return None
 
-
-class _HeadMoved(Exception):
-    pass
 

@@ -14,15 +14,9 @@ import logging
 from typing import Any, Iterable, Sequence
 
 from .. import analyzer, canonical
-from ..backends.base import (
-    CommitPlan,
-    DatabaseMemoryBackend,
-    Retrieval,
-    RetrievalRequest,
-    normalize_reason,
-    normalize_text,
-    validate_kind,
-)
+from ..backends.base import DatabaseMemoryBackend
+from ..backends.plans import CommitPlan, Retrieval, RetrievalRequest
+from ..backends.rules import normalize_reason, normalize_text, validate_kind
 from ..canonical import IdMinter, utf8_key
 from ..embedding import embed_checked
 from ..errors import (

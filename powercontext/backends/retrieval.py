@@ -1,0 +1,158 @@
+"""Search inside one read transaction: confirm the selected heads, run each channel's
+query, keep only candidates the authoritative head manifest confirms (active, exact
+version, canonical bytes hashing to the manifest's hash), and re-check the heads after
+the queries. Also the vector-projection completeness rule and its per-head cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..embedding import check_vector
+from ..errors import (
+    ArtifactNotFoundError,
+    CapabilityNotSupportedError,
+    RevisionConflictError,
+)
+from ..model import (
+    ArtifactRef,
+    ChannelCandidate,
+)
+
+
+
+from .plans import Retrieval, RetrievalRequest
+from .rules import cosine_from_l2, version_content_hash
+
+SEARCH_HEAD_RETRIES = 3
+
+
+class AuthoritativeRetrieval:
+    """Mixin of DatabaseMemoryBackend: retrieval and vector completeness."""
+
+    def _retrieve_sync(self, request: RetrievalRequest) -> Retrieval:
+        last_error: Exception | None = None
+        for _ in range(SEARCH_HEAD_RETRIES):
+            try:
+                return self._retrieve_once(request)
+            except _HeadMoved as exc:  # a concurrent commit between our reads
+                last_error = exc
+        raise RevisionConflictError(f"the selected Memory kept moving during the search: {last_error}")
+
+    def _retrieve_once(self, request: RetrievalRequest) -> Retrieval:
+        with self._transaction(write=False) as tx:
+            heads = self._read_heads(tx, [r.artifact_id for r in request.memories])
+            for ref in request.memories:
+                head = heads.get(ref.artifact_id)
+                if head is None:
+                    raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
+                if head != ref.revision:
+                    raise RevisionConflictError(
+                        f"{ref} is no longer the head (now Revision {head}); search the current head"
+                    )
+            manifests = {r.artifact_id: self._revision(tx, r).manifest.by_id() for r in request.memories}
+            ids = [r.artifact_id for r in request.memories]
+            raw: dict[str, list[tuple[Any, ...]]] = {}
+            if "fts" in request.channels and request.terms:
+                raw["fts"] = self._fts_query(tx, ids, request.terms, request.pool)
+            elif "fts" in request.channels:
+                raw["fts"] = []
+            if "vector" in request.channels:
+                if request.query_vector is None or self.embedding_profile is None:
+                    raise CapabilityNotSupportedError("vector retrieval needs a vector projection and a query vector")
+                check_vector(request.query_vector, self.embedding_profile)
+                for ref in request.memories:  # reconfirmed in the query transaction
+                    if not self._projection_complete(tx, ref.artifact_id):
+                        raise CapabilityNotSupportedError(
+                            f"the vector projection of {ref} is incomplete; run rebuild_projections()"
+                        )
+                raw["vector"] = self._vector_query(tx, ids, request.query_vector, request.pool)
+            channels = {name: self._authoritative(tx, name, rows, manifests, request) for name, rows in raw.items()}
+            # The head must not have moved while the channel queries ran (READ
+            # COMMITTED databases see each statement's own snapshot).
+            after = self._read_heads(tx, ids)
+            if after != heads:
+                raise _HeadMoved(f"heads {heads} became {after}")
+        return Retrieval(memories=request.memories, terms=request.terms, channels=channels)
+
+    def _authoritative(self, tx, channel, rows, manifests, request) -> tuple[ChannelCandidate, ...]:
+        """Keep only rows that the authoritative head manifest confirms: same entry,
+        active, exact version, and a version row whose canonical bytes hash to the
+        manifest's hash. Candidate text comes from the version row, not the index."""
+        refs = {r.artifact_id: r for r in request.memories}
+        versions = self._versions(tx, [row[2] for row in rows])
+        out: list[ChannelCandidate] = []
+        query_terms = set(request.terms)
+        for row in rows:
+            memory_id, entry_id, version_id, content_hash, signal = row
+            item = manifests.get(memory_id, {}).get(entry_id)
+            version = versions.get(version_id)
+            if (
+                item is None
+                or item.state != "active"
+                or item.entry_version_id != version_id
+                or item.entry_content_hash != content_hash
+                or version is None
+                or version.entry_id != entry_id
+                or version.memory_artifact_id != memory_id
+                or version_content_hash(version) != item.entry_content_hash
+            ):
+                continue
+            common = dict(
+                channel=channel,
+                rank=len(out) + 1,
+                memory_ref=refs[memory_id],
+                entry_id=entry_id,
+                entry_version_id=version_id,
+                entry_content_hash=content_hash,
+                kind=version.kind,
+                text=version.text,
+            )
+            if channel == "fts":
+                stored = set(signal.split())
+                matched = tuple(t for t in request.terms if t in stored and t in query_terms)
+                out.append(ChannelCandidate(**common, matched_terms=matched, query_term_count=len(request.terms)))
+            else:
+                out.append(ChannelCandidate(**common, cosine=cosine_from_l2(float(signal))))
+        return tuple(out)
+
+    # ---------------------------------------------------------------- vectors
+
+    def _vector_complete_sync(self, refs: tuple[ArtifactRef, ...]) -> bool:
+        """Is every selected Memory's vector projection complete? Cached per head
+        Revision (a new head is a new key; commits here also invalidate)."""
+        if not self._capabilities_sync().vector:
+            return False
+        missing = [r for r in refs if r not in self._completeness]
+        if missing:
+            with self._transaction(write=False) as tx:
+                for ref in missing:
+                    complete = self._read_head(tx, ref.artifact_id) == ref.revision and self._projection_complete(tx, ref.artifact_id)
+                    with self._completeness_lock:
+                        self._completeness[ref] = complete
+        return all(self._completeness[r] for r in refs)
+
+    def _projection_complete(self, tx: Any, artifact_id: str) -> bool:
+        """Complete iff every head row has a vector whose embedding hash matches this
+        profile and the row's content hash (RFC "Vector integrity")."""
+        if self.embedding_profile is None or not self._vector_supported_sync():
+            return False
+        return all(
+            has_vector and embedding_hash == self.expected_embedding_hash(content_hash)
+            for content_hash, embedding_hash, has_vector in self._vector_rows(tx, artifact_id)
+        )
+
+    def _invalidate_completeness(self, artifact_id: str) -> None:
+        with self._completeness_lock:
+            for ref in [r for r in self._completeness if r.artifact_id == artifact_id]:
+                del self._completeness[ref]
+
+    def _vector_rows(self, tx: Any, artifact_id: str) -> list[tuple[str, str | None, bool]]:
+        """(entry_content_hash, embedding_content_hash, has_vector) per head row."""
+        raise CapabilityNotSupportedError(f"the {self.name} backend has no vector projection configured")
+
+    def _vector_query(self, tx: Any, artifact_ids: list[str], vector: tuple[float, ...], k: int) -> list[tuple[Any, ...]]:
+        raise CapabilityNotSupportedError(f"the {self.name} backend has no vector projection configured")
+
+
+class _HeadMoved(Exception):
+    pass

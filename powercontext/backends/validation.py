@@ -1,0 +1,165 @@
+"""Validation of a CommitPlan inside the write transaction, against the base
+Revision actually read there: manifest order and identity, change/manifest agreement,
+version chains, evidence re-resolved from the database, and vector integrity. A plan
+built by any caller — the service, a candidate pipeline, a test — passes these or
+nothing is written."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from .. import canonical
+from ..embedding import check_vector
+from ..errors import (
+    CapabilityNotSupportedError,
+    InvalidEmbeddingError,
+    InvalidMemoryRequestError,
+)
+from ..model import (
+    MEMORY_SCHEMA,
+    MANIFEST_FORMAT,
+    MemoryRevision,
+    sorted_refs,
+)
+
+
+
+from .plans import CommitPlan
+from .rules import normalize_reason, normalize_text, validate_kind, version_content_hash
+
+
+class CommitValidation:
+    """Mixin of DatabaseMemoryBackend: the in-transaction checks of a commit."""
+
+    def _validate_plan(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None) -> None:
+        content = plan.content
+        if content.schema != MEMORY_SCHEMA or content.manifest.format != MANIFEST_FORMAT:
+            raise InvalidMemoryRequestError("unknown MemoryContent schema or manifest format")
+        items = content.manifest.entries
+        ids = [i.entry_id for i in items]
+        if ids != sorted(ids, key=canonical.utf8_key) or len(set(ids)) != len(ids):
+            raise InvalidMemoryRequestError("manifest entries must be unique and sorted by UTF-8 entry_id")
+        change_ids = [c.entry_id for c in content.changes]
+        if change_ids != sorted(change_ids, key=canonical.utf8_key) or len(set(change_ids)) != len(change_ids):
+            raise InvalidMemoryRequestError("a Revision records at most one change per entry, sorted by entry_id")
+        if not content.changes:
+            raise InvalidMemoryRequestError("a Revision must record at least one change (no empty Revisions)")
+        for item in items:
+            if not canonical.is_valid_id(item.entry_id) or not canonical.is_valid_id(item.entry_version_id):
+                raise InvalidMemoryRequestError(f"invalid entry id or version id in manifest: {item.entry_id!r}")
+            if item.state not in ("active", "inactive") or not canonical.is_sha256_hex(item.entry_content_hash):
+                raise InvalidMemoryRequestError(f"invalid manifest item for {item.entry_id!r}")
+
+        base_items = {} if base is None else base.manifest.by_id()
+        new_items = content.manifest.by_id()
+        missing = set(base_items) - set(new_items)
+        if missing:
+            raise InvalidMemoryRequestError(f"entries cannot leave a manifest (deactivate them instead): {sorted(missing)}")
+
+        new_versions = {v.entry_version_id: v for v in plan.new_versions}
+        if len(new_versions) != len(plan.new_versions):
+            raise InvalidMemoryRequestError("duplicate entry_version_id in commit plan")
+        clash = self._existing_version_ids(tx, list(new_versions))
+        if clash:
+            raise InvalidMemoryRequestError(f"entry_version_id already exists: {sorted(clash)}")
+
+        # Evidence: resolve every operation Source and Artifact again, here.
+        for ref in plan.lineage.sources:
+            row = self._read_source(tx, ref.name)
+            if row is None or row[1] != ref.content_hash:
+                raise InvalidMemoryRequestError(
+                    f"source {ref.name!r} is not persisted with that content hash; persist it with svc.sources.persist()"
+                )
+        for aref in plan.lineage.artifacts:
+            if self._read_revision(tx, aref.artifact_id, aref.revision) is None:
+                raise InvalidMemoryRequestError(f"artifact evidence {aref} does not exist")
+        op_sources, op_artifacts = set(plan.lineage.sources), set(plan.lineage.artifacts)
+
+        changes = {c.entry_id: c for c in content.changes}
+        predecessors = self._versions(tx, [base_items[v.entry_id].entry_version_id for v in plan.new_versions if v.entry_id in base_items])
+        for entry_id, item in new_items.items():
+            old = base_items.get(entry_id)
+            change = changes.get(entry_id)
+            version = new_versions.get(item.entry_version_id)
+            if old is None:
+                expect = ("add", None, item.entry_version_id)
+            elif old.entry_version_id != item.entry_version_id:
+                expect = ("revise", old.entry_version_id, item.entry_version_id)
+            elif old.state != item.state:
+                expect = ("deactivate", old.entry_version_id, None) if item.state == "inactive" else ("reactivate", None, old.entry_version_id)
+            elif old.entry_content_hash != item.entry_content_hash:
+                raise InvalidMemoryRequestError(f"entry {entry_id!r} changed its hash without a new version")
+            else:
+                expect = None
+            got = None if change is None else (change.op, change.from_entry_version_id, change.to_entry_version_id)
+            if got != expect:
+                raise InvalidMemoryRequestError(f"change for entry {entry_id!r} is {got}, the manifests imply {expect}")
+            if change is not None:
+                if normalize_reason(change.reason) != change.reason:
+                    raise InvalidMemoryRequestError(f"reason of {entry_id!r} is not normalized or too long")
+            if expect is not None and expect[0] in ("add", "revise"):
+                if item.state != "active" or version is None:
+                    raise InvalidMemoryRequestError(f"{expect[0]} of {entry_id!r} needs a new active version")
+                pred = None if old is None else predecessors.get(old.entry_version_id)
+                self._validate_new_version(version, plan, item, pred, op_sources, op_artifacts)
+            elif version is not None:
+                raise InvalidMemoryRequestError(f"version {version.entry_version_id!r} is not introduced by a change")
+        unused = set(new_versions) - {i.entry_version_id for i in items}
+        if unused:
+            raise InvalidMemoryRequestError(f"new versions not referenced by the manifest: {sorted(unused)}")
+        for entry_id in set(changes) - set(new_items):
+            raise InvalidMemoryRequestError(f"change for {entry_id!r}, which is not in the manifest")
+        self._validate_vectors(plan.vectors, {i.entry_version_id: i for i in content.manifest.active})
+
+    def _validate_vectors(self, vectors: Mapping[str, tuple[str, tuple[float, ...]]], active: Mapping[str, Any]) -> None:
+        """A vector may enter a projection only for an active head version, with the
+        embedding hash of (this deployment's profile, that version's content hash) and
+        values that pass the profile's checks."""
+        if vectors and self.embedding_profile is None:
+            raise CapabilityNotSupportedError("this database has no vector projection; vectors cannot be written")
+        for version_id, (embedding_hash, values) in vectors.items():
+            item = active.get(version_id)
+            if item is None:
+                raise InvalidMemoryRequestError(f"vector for {version_id!r}, which is not an active head version")
+            if embedding_hash != self.expected_embedding_hash(item.entry_content_hash):
+                raise InvalidEmbeddingError(
+                    f"vector for {version_id!r} was computed for another profile or other content"
+                )
+            check_vector(values, self.embedding_profile)
+
+    def expected_embedding_hash(self, entry_hash: str) -> str:
+        return canonical.embedding_content_hash(self.embedding_profile.to_canonical(), entry_hash)
+
+    def _validate_new_version(self, v, plan, item, pred, op_sources, op_artifacts) -> None:
+        where = f"entry {v.entry_id!r}"
+        if v.memory_artifact_id != plan.artifact_id or v.entry_id != item.entry_id:
+            raise InvalidMemoryRequestError(f"{where}: version belongs to another Memory or entry")
+        if not canonical.is_valid_id(v.entry_version_id):
+            raise InvalidMemoryRequestError(f"{where}: invalid entry_version_id")
+        if v.created_in_revision != plan.next_revision:
+            raise InvalidMemoryRequestError(f"{where}: created_in_revision must be {plan.next_revision}")
+        validate_kind(v.kind)
+        if normalize_text(v.text) != v.text:
+            raise InvalidMemoryRequestError(f"{where}: text is not NFC-normalized and stripped")
+        if version_content_hash(v) != v.entry_content_hash or v.entry_content_hash != item.entry_content_hash:
+            raise InvalidMemoryRequestError(f"{where}: entry_content_hash does not match the canonical content")
+        if v.sources != sorted_refs(v.sources) or v.artifacts != sorted_refs(v.artifacts):
+            raise InvalidMemoryRequestError(f"{where}: references must be sorted and unique")
+        if pred is None:
+            if v.version != 1 or v.previous_version_id is not None:
+                raise InvalidMemoryRequestError(f"{where}: a new entry starts at version 1 with no predecessor")
+            allowed_s, allowed_a = op_sources, op_artifacts
+        else:
+            if v.previous_version_id != pred.entry_version_id or v.version != pred.version + 1:
+                raise InvalidMemoryRequestError(
+                    f"{where}: a revision must follow the base manifest's current version directly"
+                )
+            if not set(pred.sources) <= set(v.sources) or not set(pred.artifacts) <= set(v.artifacts):
+                raise InvalidMemoryRequestError(f"{where}: a revision keeps its predecessor's evidence")
+            allowed_s, allowed_a = op_sources | set(pred.sources), op_artifacts | set(pred.artifacts)
+        outside = [r.name for r in v.sources if r not in allowed_s] + [str(a) for a in v.artifacts if a not in allowed_a]
+        if outside:
+            raise InvalidMemoryRequestError(
+                f"{where}: evidence {outside} is not part of this operation's evidence (or the predecessor's)"
+            )
+
