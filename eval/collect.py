@@ -1,0 +1,222 @@
+"""Everything that touches a database or the model: embed the corpora once, load each
+corpus into a fresh database per backend, retrieve every query in every mode.
+
+The result (``Collected``) is plain tables and is pickled into the run folder, so the
+offline part of the harness (sweep, metrics, comparison, report) can be rerun on it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from powercontext.canonical import nfc
+from powercontext.errors import EmbeddingUnavailableError
+from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
+
+from .databases import Databases, EvalError
+from .datasets import Corpus, load
+from .loader import CorpusIds, load_corpus, text_sequence
+from .retrieval import read_cache, retrieve_corpus, write_cache
+from .sweep import INITIAL
+
+__all__ = ["Collected", "collect", "query_table", "vector_modes"]
+
+VECTOR_MODES = ("vector", "hybrid")
+CACHE_VERSION = 2
+SPOT_POLICIES = {"initial": INITIAL, "no-admission": NO_ADMISSION}
+SPOT_LIMIT = 8
+
+
+def vector_modes(modes: Sequence[str]) -> bool:
+    return any(m in VECTOR_MODES for m in modes)
+
+
+@dataclass
+class Collected:
+    corpora: list[Corpus]
+    backends: tuple[str, ...]
+    modes: tuple[str, ...]
+    max_limit: int
+    candidates: pd.DataFrame  # retrieval.CANDIDATE_COLUMNS
+    retrievals: pd.DataFrame  # retrieval.QUERY_COLUMNS
+    queries: pd.DataFrame  # one row per labelled query (query_table)
+    loads: pd.DataFrame  # backend, corpus, entries, writes, seconds
+    exact: pd.DataFrame  # corpus, query_id, exact vector top list (corpus ids), for HNSW recall
+    embedding: dict = field(default_factory=dict)  # profile, texts, seconds, cache hits
+    spot: pd.DataFrame = field(default_factory=pd.DataFrame)  # online searches to check the replay against
+
+    @property
+    def qrels(self) -> dict[str, dict[str, int]]:
+        return {q.id: dict(q.judgements) for c in self.corpora for q in c.queries}
+
+    def retrieval_seconds(self) -> pd.DataFrame:
+        """Wall time of one retrieval pass over all queries, per backend and mode."""
+        return self.retrievals.groupby(["backend", "mode"], as_index=False)["seconds"].sum()
+
+
+def query_table(corpora: Sequence[Corpus]) -> pd.DataFrame:
+    rows = []
+    for c in corpora:
+        for q in c.queries:
+            n_rel = sum(1 for g in q.judgements.values() if g >= 1)
+            rows.append(dict(corpus=c.name, query_id=q.id, text=q.text, lang=q.lang, split=q.split, tags=tuple(q.tags),
+                             memories=tuple(q.memories), positive=n_rel > 0, n_rel=n_rel))
+    return pd.DataFrame(rows)
+
+
+def _model(embedding: Any, cache_dir: Any):
+    from powercontext.embedding import resolve
+
+    from .embedcache import CachingEmbedding
+
+    try:
+        model = resolve(embedding or "minilm")
+    except (ValueError, TypeError) as exc:
+        raise EvalError(str(exc)) from exc
+    return model if isinstance(model, CachingEmbedding) else CachingEmbedding(model, cache_dir)
+
+
+def corpus_texts(corpora: Sequence[Corpus]) -> list[str]:
+    """Every text the service will embed: each entry text as stored (NFC, stripped) and
+    each query as given."""
+    texts = {nfc(t).strip() for c in corpora for e in c.memories for t in text_sequence(e)}
+    texts |= {q.text for c in corpora for q in c.queries}
+    return sorted(texts)
+
+
+def _exact_top(corpus: Corpus, model, depth: int) -> list[dict]:
+    """Exact cosine top-``depth`` over the active entries of the searched memories."""
+    active = [e for e in corpus.memories if e.is_active]
+    matrix = np.stack([model.vector(nfc(e.text).strip()) for e in active]).astype(np.float64)
+    memory = np.array([e.memory for e in active])
+    rows = []
+    for q in corpus.queries:
+        sims = matrix @ model.vector(q.text).astype(np.float64)
+        sims = np.where(np.isin(memory, q.memories), sims, -np.inf)
+        order = np.argsort(-sims, kind="stable")[: min(depth, int(np.isfinite(sims).sum()))]
+        rows.append(dict(corpus=corpus.name, query_id=q.id, exact=tuple(active[i].id for i in order),
+                         exact_cosine=tuple(float(sims[i]) for i in order)))
+    return rows
+
+
+async def collect(
+    datasets: Sequence[str | Path],
+    backends: Sequence[str] = ("sqlite",),
+    modes: Sequence[str] = ("fts",),
+    out: str | Path = "results/run",
+    max_limit: int = 10,
+    embedding: Any = None,
+    embedding_cache: str | Path | None = None,
+    seekdb_dir: str | Path | None = None,
+    keep_databases: bool = False,
+    reuse: bool = False,
+    progress: bool = True,
+    spot_queries: int = 20,
+) -> Collected:
+    """Load, embed and retrieve. With ``reuse`` a matching ``candidates.pkl`` in
+    ``out`` is read instead of touching any database."""
+    from tqdm.auto import tqdm
+
+    out = Path(out)
+    corpora = [load(p) for p in datasets]
+    fingerprint = dict(version=CACHE_VERSION, corpora={c.name: _digest(c) for c in corpora}, backends=list(backends),
+                       modes=list(modes), max_limit=max_limit, spot=spot_queries)
+    if reuse:
+        cached = read_cache(out)
+        if cached is not None and cached[2].get("fingerprint") == fingerprint:
+            candidates, retrievals, meta = cached
+            return Collected(corpora, tuple(backends), tuple(modes), max_limit, candidates, retrievals,
+                             query_table(corpora), meta["loads"], meta["exact"], meta["embedding"], meta["spot"])
+
+    model = None
+    embedding_stats: dict = {}
+    exact_rows: list[dict] = []
+    if vector_modes(modes):
+        model = _model(embedding, embedding_cache)
+        with tqdm(desc="embed", unit="text", disable=not progress, leave=False) as bar:
+            start = time.perf_counter()
+            texts = corpus_texts(corpora)
+            try:
+                n = await model.prefetch(texts, progress=bar)
+            except EmbeddingUnavailableError as exc:
+                raise EvalError(f"the embedding model is unavailable: {exc}. Install it (pip install "
+                                "'powercontext[embed]') or run with --modes fts") from exc
+        embedding_stats = dict(profile=model.profile.profile_id, texts=len(texts), embedded=n,
+                               seconds=time.perf_counter() - start, model_seconds=model.embed_seconds,
+                               cache=str(model.path))
+        for c in corpora:
+            exact_rows += _exact_top(c, model, AdmissionPolicy().pool_size(max_limit))
+
+    candidates: list[dict] = []
+    retrievals: list[dict] = []
+    loads: list[dict] = []
+    spot_rows: list[dict] = []
+    writes = sum(len(text_sequence(e)) + (not e.is_active) for c in corpora for e in c.memories)
+    queries = sum(len(c.queries) for c in corpora) * len(modes)
+    with Databases(out, seekdb_dir=seekdb_dir, keep=keep_databases) as dbs:
+        for backend in backends:
+            load_bar = tqdm(total=writes, desc=f"load {backend}", unit="write", disable=not progress, leave=False)
+            query_bar = tqdm(total=queries, desc=f"retrieve {backend}", unit="query", disable=not progress, leave=False)
+            with load_bar, query_bar:
+                for corpus in corpora:
+                    prefix = corpus.memories[0].id.split("-")[0]
+                    svc = await dbs.open(backend, corpus.name, embedding=model, ids=CorpusIds(prefix))
+                    try:
+                        loaded = await load_corpus(svc, corpus, progress=load_bar)
+                        loads.append(dict(backend=backend, corpus=corpus.name, entries=len(corpus.memories),
+                                          writes=loaded.writes, seconds=loaded.seconds))
+                        c_rows, q_rows, _ = await retrieve_corpus(svc, backend, loaded, modes, max_limit, query_bar)
+                        candidates += c_rows
+                        retrievals += q_rows
+                        spot_rows += await spot_searches(svc, backend, loaded, modes, spot_queries)
+                    finally:
+                        await svc.close()
+    if model is not None:
+        model.save()
+        embedding_stats.update(hits=model.hits, misses=model.misses)
+    from .retrieval import CANDIDATE_COLUMNS, QUERY_COLUMNS
+
+    cand_df = pd.DataFrame(candidates, columns=CANDIDATE_COLUMNS)
+    retr_df = pd.DataFrame(retrievals, columns=QUERY_COLUMNS)
+    loads_df = pd.DataFrame(loads, columns=["backend", "corpus", "entries", "writes", "seconds"])
+    exact_df = pd.DataFrame(exact_rows, columns=["corpus", "query_id", "exact", "exact_cosine"])
+    spot_df = pd.DataFrame(spot_rows, columns=["backend", "corpus", "mode", "policy", "limit", "query_id", "hits"])
+    write_cache(out, cand_df, retr_df, dict(fingerprint=fingerprint, loads=loads_df, exact=exact_df,
+                                            embedding=embedding_stats, spot=spot_df))
+    return Collected(corpora, tuple(backends), tuple(modes), max_limit, cand_df, retr_df, query_table(corpora),
+                     loads_df, exact_df, embedding_stats, spot_df)
+
+
+def hit_key(hit) -> tuple:
+    """What the spot check compares: identity, score (exact float) and channels."""
+    return (hit.memory_ref.artifact_id, hit.entry_id, hit.entry_version_id, hit.score, tuple(hit.matched_by))
+
+
+async def spot_searches(svc, backend: str, loaded, modes: Sequence[str], n: int) -> list[dict]:
+    """Online ``svc.search`` results for a spread of queries, to check the offline
+    replay against on real data (the report's "online spot check")."""
+    queries = loaded.corpus.queries
+    sample = queries[:: max(1, len(queries) // n)][:n] if n > 0 else ()
+    rows = []
+    for mode in modes:
+        for name, policy in SPOT_POLICIES.items():
+            for q in sample:
+                result = await svc.search(q.text, loaded.refs(q.memories), limit=SPOT_LIMIT, mode=mode, policy=policy)
+                rows.append(dict(backend=backend, corpus=loaded.corpus.name, mode=mode, policy=name, limit=SPOT_LIMIT,
+                                 query_id=q.id, hits=tuple(hit_key(h) for h in result.hits)))
+    return rows
+
+
+def _digest(corpus: Corpus) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in ("memories.jsonl", "queries.jsonl", "qrels.trec"):
+        h.update((corpus.path / name).read_bytes())
+    return h.hexdigest()[:16]

@@ -1,0 +1,126 @@
+"""Fresh databases for a run: one per (backend, corpus), opened through ``pc.open``.
+
+SQLite databases are files in the run folder (``<out>/db/<corpus>.sqlite.db``);
+OceanBase databases are ``pc_eval_<corpus>_<token>`` on the server given by
+``POWERCONTEXT_OCEANBASE_URL`` or on a seekdb the harness starts itself
+(``ensure_server``), dropped when the run ends unless ``keep`` is set.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse, urlunparse
+
+import powercontext as pc
+from powercontext.errors import BackendUnavailableError
+
+__all__ = ["BACKENDS", "Databases", "EvalError"]
+
+BACKENDS = ("sqlite", "oceanbase")
+
+
+class EvalError(RuntimeError):
+    """The harness cannot run as asked; the message says what to do instead."""
+
+
+class Databases:
+    """Opens fresh databases and cleans up what it created (use as a context manager
+    or call ``close``)."""
+
+    def __init__(self, folder: str | Path, seekdb_dir: str | Path | None = None, keep: bool = False,
+                 oceanbase_url: str | None = None) -> None:
+        self.folder = Path(folder)
+        self.seekdb_dir = seekdb_dir
+        self.keep = keep
+        self.token = secrets.token_hex(3)
+        self._server_url = oceanbase_url
+        self._server = None  # a SeekdbServer we started
+        self._created: list[str] = []
+
+    # ------------------------------------------------------------------ oceanbase server
+
+    def server_url(self) -> str:
+        """The OceanBase server URL, starting seekdb if nothing is configured."""
+        if self._server_url is None:
+            from powercontext.backends.seekdb import DEFAULT_DIR, SeekdbStartError, ensure_server
+
+            try:
+                self._server_url, self._server = ensure_server(self.seekdb_dir or DEFAULT_DIR)
+            except SeekdbStartError as exc:
+                raise EvalError(f"could not start a local OceanBase (seekdb) server: {exc}") from exc
+        self._check_reachable(self._server_url)
+        return self._server_url
+
+    @staticmethod
+    def _check_reachable(url: str) -> None:
+        import pymysql
+
+        p = urlparse(url)
+        try:
+            con = pymysql.connect(host=p.hostname, port=p.port or 2881, user=p.username or "root",
+                                  password=p.password or "", connect_timeout=5)
+        except pymysql.MySQLError as exc:
+            raise EvalError(
+                f"cannot reach the OceanBase server at {p.hostname}:{p.port} ({exc}). Start one with "
+                "`python -m powercontext.backends.seekdb start`, fix or unset POWERCONTEXT_OCEANBASE_URL, "
+                "or run with --backends sqlite"
+            ) from exc
+        con.close()
+
+    def _drop(self, database: str) -> None:
+        import pymysql
+
+        p = urlparse(self.server_url())
+        con = pymysql.connect(host=p.hostname, port=p.port, user=p.username or "root", password=p.password or "",
+                              autocommit=True, connect_timeout=5)
+        try:
+            with con.cursor() as cur:
+                cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+        finally:
+            con.close()
+
+    # ------------------------------------------------------------------ databases
+
+    def target(self, backend: str, corpus: str) -> str:
+        slug = re.sub(r"[^a-z0-9]+", "_", corpus.lower()).strip("_")
+        if backend == "sqlite":
+            path = self.folder / "db" / f"{slug}.sqlite.db"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            return str(path)
+        if backend == "oceanbase":
+            database = f"pc_eval_{slug}_{self.token}"[:64]
+            self._drop(database)
+            self._created.append(database)
+            return urlunparse(urlparse(self.server_url())._replace(path="/" + database))
+        raise EvalError(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}")
+
+    async def open(self, backend: str, corpus: str, embedding: Any = None, ids: Any = None):
+        """A MemoryService on a new, empty database of ``backend`` for ``corpus``."""
+        target = self.target(backend, corpus)
+        try:
+            return await pc.open(target, embedding=embedding, ids=ids)
+        except BackendUnavailableError as exc:
+            raise EvalError(f"cannot open the {backend} database for {corpus}: {exc}") from exc
+
+    def close(self) -> None:
+        if not self.keep:
+            for database in self._created:
+                try:
+                    self._drop(database)
+                except Exception:  # best effort: the server may already be gone
+                    pass
+        self._created.clear()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def __enter__(self) -> "Databases":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

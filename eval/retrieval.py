@@ -1,0 +1,150 @@
+"""Step one of search, run once per query, backend and mode, and cached with every raw
+signal (``MemoryService.retrieve``: the seam between the database and admission).
+
+The candidates table is tidy: one row per retrieved candidate, in the backend's
+channel order, with everything needed to rebuild the exact ``ChannelCandidate`` the
+service saw (so ``admission.fuse`` can be replayed on it) plus the corpus entry id it
+maps to. The queries table has one row per (backend, corpus, mode, query) with the
+analyzer terms, the mode actually used and the wall time of the retrieve call.
+
+Both are pickled in the run folder (``candidates.pkl``, ``retrievals.pkl``) so a sweep
+can be replayed, re-gridded and re-reported without touching a database.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from powercontext.memory.admission import AdmissionPolicy
+from powercontext.model import ArtifactRef, ChannelCandidate
+
+from .loader import LoadedCorpus
+
+__all__ = [
+    "CANDIDATE_COLUMNS",
+    "QUERY_COLUMNS",
+    "channels_of",
+    "read_cache",
+    "retrieve_corpus",
+    "write_cache",
+]
+
+CANDIDATE_COLUMNS = [
+    "backend", "corpus", "mode", "query_id", "channel", "rank", "memory", "memory_artifact_id",
+    "memory_revision", "entry_id", "entry_version_id", "entry_content_hash", "kind", "text",
+    "corpus_entry", "matched_terms", "matched", "query_term_count", "coverage", "cosine",
+]
+QUERY_COLUMNS = ["backend", "corpus", "mode", "query_id", "mode_used", "fallback_reason", "terms",
+                 "query_term_count", "pool", "n_fts", "n_vector", "seconds"]
+
+
+async def retrieve_corpus(
+    svc: Any,
+    backend: str,
+    loaded: LoadedCorpus,
+    modes: Sequence[str],
+    limit: int,
+    progress: Any = None,
+) -> tuple[list[dict], list[dict], dict[str, float]]:
+    """Retrieve every query of ``loaded.corpus`` in every mode with a pool wide enough
+    for ``limit`` (the largest limit of the sweep). Returns candidate rows, query rows,
+    and the wall time of each mode's pass over all queries."""
+    pool = AdmissionPolicy().pool_size(limit)
+    corpus = loaded.corpus
+    candidates: list[dict] = []
+    queries: list[dict] = []
+    seconds: dict[str, float] = {}
+    for mode in modes:
+        start = time.perf_counter()
+        for query in corpus.queries:
+            t0 = time.perf_counter()
+            retrieval, used, fallback = await svc.retrieve(query.text, loaded.refs(query.memories), limit=limit, mode=mode)
+            elapsed = time.perf_counter() - t0
+            if used != mode:
+                raise RuntimeError(f"{backend}/{corpus.name}: {mode} retrieval ran as {used} ({fallback})")
+            chans = retrieval.channels
+            queries.append(dict(
+                backend=backend, corpus=corpus.name, mode=mode, query_id=query.id, mode_used=used,
+                fallback_reason=fallback, terms=tuple(retrieval.terms), query_term_count=len(retrieval.terms),
+                pool=pool, n_fts=len(chans.get("fts", ())), n_vector=len(chans.get("vector", ())), seconds=elapsed,
+            ))
+            for channel in ("fts", "vector"):
+                for cand in chans.get(channel, ()):
+                    candidates.append(_row(backend, corpus.name, mode, query.id, cand, loaded))
+            if progress is not None:
+                progress.update(1)
+        seconds[mode] = time.perf_counter() - start
+    return candidates, queries, seconds
+
+
+def _row(backend: str, corpus: str, mode: str, query_id: str, c: ChannelCandidate, loaded: LoadedCorpus) -> dict:
+    memory = next(name for name, ref in loaded.heads.items() if ref.artifact_id == c.memory_ref.artifact_id)
+    return dict(
+        backend=backend, corpus=corpus, mode=mode, query_id=query_id, channel=c.channel, rank=c.rank,
+        memory=memory, memory_artifact_id=c.memory_ref.artifact_id, memory_revision=c.memory_ref.revision,
+        entry_id=c.entry_id, entry_version_id=c.entry_version_id, entry_content_hash=c.entry_content_hash,
+        kind=c.kind, text=c.text, corpus_entry=loaded.corpus_id(c.memory_ref.artifact_id, c.entry_id),
+        matched_terms=tuple(c.matched_terms), matched=len(c.matched_terms), query_term_count=c.query_term_count,
+        coverage=c.coverage, cosine=c.cosine,
+    )
+
+
+def candidate(row: Mapping[str, Any]) -> ChannelCandidate:
+    """The exact ChannelCandidate a cached row was made from."""
+    cosine = row["cosine"]
+    return ChannelCandidate(
+        channel=row["channel"],
+        rank=int(row["rank"]),
+        memory_ref=ArtifactRef(row["memory_artifact_id"], int(row["memory_revision"])),
+        entry_id=row["entry_id"],
+        entry_version_id=row["entry_version_id"],
+        entry_content_hash=row["entry_content_hash"],
+        kind=row["kind"],
+        text=row["text"],
+        matched_terms=tuple(row["matched_terms"]),
+        query_term_count=int(row["query_term_count"]),
+        cosine=None if cosine is None or pd.isna(cosine) else float(cosine),
+    )
+
+
+def channels_of(rows: pd.DataFrame | Iterable[Mapping[str, Any]], mode: str) -> dict[str, tuple[ChannelCandidate, ...]]:
+    """Rebuild a Retrieval's ``channels`` mapping from the cached rows of one query."""
+    if isinstance(rows, pd.DataFrame):
+        rows = rows.to_dict("records")
+    names = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}[mode]
+    out: dict[str, list[ChannelCandidate]] = {name: [] for name in names}
+    for row in rows:
+        out[row["channel"]].append(candidate(row))
+    return {name: tuple(sorted(cands, key=lambda c: c.rank)) for name, cands in out.items()}
+
+
+# Repeated strings (ids, hashes, texts) are stored as categoricals — a tenth of the size
+# — and turned back into plain columns on reading (categorical group keys would make
+# every groupby a cartesian product).
+_CATEGORICAL = ["backend", "corpus", "mode", "channel", "memory", "memory_artifact_id", "entry_id",
+                "entry_version_id", "entry_content_hash", "kind", "text", "corpus_entry"]
+
+
+def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, meta: dict) -> None:
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    compact = candidates.astype({c: "category" for c in _CATEGORICAL if c in candidates.columns})
+    compact["matched_terms"] = compact["matched_terms"].map(" ".join).astype("category")
+    pd.to_pickle({"meta": meta, "candidates": compact, "queries": queries}, folder / "candidates.pkl")
+
+
+def read_cache(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict] | None:
+    path = Path(folder) / "candidates.pkl"
+    if not path.is_file():
+        return None
+    data = pd.read_pickle(path)
+    candidates = data["candidates"]
+    for column in (*_CATEGORICAL, "matched_terms"):
+        if column in candidates.columns:
+            candidates[column] = candidates[column].astype(object)
+    candidates["matched_terms"] = candidates["matched_terms"].map(lambda s: tuple(s.split()) if isinstance(s, str) else tuple(s))
+    return candidates, data["queries"], data["meta"]

@@ -1,0 +1,164 @@
+"""The CLI and the Python API end to end on a tiny corpus: the run folder, the printed
+summary, ``run --policy``, and the errors for a bad dataset, an unreachable server and
+a missing model."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pandas as pd
+import pytest
+
+from powercontext.eval import harness
+from powercontext.eval import metrics as M
+from powercontext.eval.__main__ import main, parse_policy
+from powercontext.eval.sweep import INITIAL, Grid
+from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
+
+from .fakes import HashEmbedding, write_corpus
+
+SMALL = ["--terms", "1,2,3", "--coverages", "0,0.25,0.5", "--cosines", "0.3,0.5,0.7", "--limits", "1,5,8,10"]
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return write_corpus(tmp_path / "datasets" / "tiny")
+
+
+def test_sweep_cli_writes_the_run_folder_and_prints_the_summary(tiny, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["sweep", "--dataset", str(tiny), "--backends", "sqlite", "--modes", "fts", "--out", str(out),
+                 "--no-progress", *SMALL])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "recommended fts" in printed and "no-admission" in printed and "ratio" in printed
+    for name in ("sweep.csv", "summary.csv", "per_query.csv", "breakdown.csv", "stats.csv", "abstention.csv",
+                 "recommendations.csv", "timings.csv", "summary.json", "report.html", "candidates.pkl"):
+        assert (out / name).is_file(), name
+    sweep = pd.read_csv(out / "sweep.csv")
+    assert set(sweep["split"]) == {"all", "dev", "test"} and set(sweep["corpus"]) == {"all", "tiny"}
+    assert len(sweep[(sweep["corpus"] == "all") & (sweep["split"] == "all")]) == 3 * 3 * 4  # terms {1,2,3} × cov {0,.25,.5} × limits
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["mode"] for r in summary["recommendations"]] == ["fts", "joint"]
+    report = (out / "report.html").read_text()
+    assert report.count("data:image/png;base64,") >= 3  # thresholds, frontier, limits
+    for metric in M.METRIC_NAMES:
+        assert f"<code>{metric}</code>" in report  # every metric is defined in the report
+    # reuse: the cached candidates replay without any database
+    (out / "db").rename(tmp_path / "moved-db")
+    assert main(["sweep", "--dataset", str(tiny), "--backends", "sqlite", "--modes", "fts", "--out", str(out),
+                 "--no-progress", "--reuse", *SMALL]) == 0
+
+
+def test_api_sweep_on_both_backends_in_every_mode(tiny, tmp_path, oceanbase_url, monkeypatch):
+    monkeypatch.setenv("POWERCONTEXT_OCEANBASE_URL", oceanbase_url)
+    grid = Grid((1, 2, 3), (0.0, 0.25, 0.5), (0.2, 0.4, 0.6), (1, 8, 10))
+    result = harness.sweep(tiny, backends=("sqlite", "oceanbase"), modes=("fts", "vector", "hybrid"),
+                           out=tmp_path / "run", grid=grid, embedding=HashEmbedding(), embedding_cache=tmp_path / "emb",
+                           progress=False)
+    assert set(result.recommendations["mode"]) == {"fts", "vector", "hybrid", "joint"}
+    table = result.summary_table("test")
+    assert set(table["backend"]) == {"sqlite", "oceanbase"} and set(table["mode"]) == {"fts", "vector", "hybrid"}
+    assert {"recommended", "initial", "no-admission", "joint"} <= set(table["policy"])
+    spot = result.cross["spot_check"]
+    assert len(spot) == 2 * 3 * 2 * 16 and spot["equal"].all()  # backends × modes × policies × queries
+    recall = result.cross["vector_recall"].set_index(["backend", "k"])["recall"]
+    assert recall[("sqlite", 8)] == 1.0 and 0.9 <= recall[("oceanbase", 8)] <= 1.0
+    deltas = result.cross["deltas"]
+    assert set(deltas["mode"]) == {"fts", "vector", "hybrid"} and deltas["delta"].notna().any()
+    assert len(result.abstention) and result.abstention["nauc"].notna().any()
+    assert (result.timings["ratio"] > 0).all()
+    no_adm = result.per_query[(result.per_query["policy"] == "no-admission") & (result.per_query["mode"] == "vector")]
+    assert (no_adm["hits"] > 0).all()  # no admission: every query gets its pool (limit 8)
+    import pymysql
+    from urllib.parse import urlparse
+
+    p = urlparse(oceanbase_url)
+    con = pymysql.connect(host=p.hostname, port=p.port, user=p.username or "root", password=p.password or "")
+    with con.cursor() as cur:
+        cur.execute("SHOW DATABASES LIKE 'pc_eval_tiny_%'")
+        assert cur.fetchall() == ()  # the run dropped its databases
+    con.close()
+
+
+def test_summary_api_returns_the_summary_frame(tiny):
+    frame = harness.summary(tiny, backends=("sqlite",), modes=("fts",),
+                            grid=Grid((1, 2), (0.0, 0.25), (0.3,), (8,)))
+    assert isinstance(frame, pd.DataFrame)
+    assert list(frame["policy"]) == ["recommended", "joint", "initial", "default", "no-admission"]
+    assert {"ndcg@10", "false_admission", "false_admission_ci", "empty_answer", "set_f1"} <= set(frame.columns)
+    by = frame.set_index("policy")
+    assert by.loc["no-admission", "false_admission"] >= max(by.loc["initial", "false_admission"],
+                                                            by.loc["recommended", "false_admission"])
+    assert by.loc["no-admission", "hits"] >= by.loc["initial", "hits"] > 0
+
+
+def test_run_cli_evaluates_one_policy_through_admission_fuse(tiny, tmp_path, capsys):
+    assert main(["run", "--dataset", str(tiny), "--backends", "sqlite", "--modes", "fts", "--no-progress",
+                 "--policy", "fts_min_terms=1,fts_min_coverage=0.5", "--out", str(tmp_path / "one")]) == 0
+    printed = capsys.readouterr().out
+    assert "terms≥1 cov≥0.5" in printed
+    per_query = pd.read_csv(tmp_path / "one" / "per_query.csv")
+    assert len(per_query) == 16 and (per_query["fts_min_coverage"] == 0.5).all()
+    # the reference path and the sweep agree on the same policy
+    _, summary = harness.run(tiny, policy=AdmissionPolicy(1, 0.5), backends=("sqlite",), modes=("fts",), progress=False)
+    swept = harness.sweep(tiny, modes=("fts",), grid=Grid((1,), (0.5,), (0.3,), (8,)), write=False, progress=False,
+                          out=tmp_path / "sw")
+    row = swept.sweep[(swept.sweep["fts_min_terms"] == 1) & (swept.sweep["fts_min_coverage"] == 0.5)
+                      & (swept.sweep["limit"] == 8) & (swept.sweep["corpus"] == "all") & (swept.sweep["split"] == "all")]
+    ref = summary[summary["split"] == "all"].iloc[0]
+    for metric in ("ndcg@10", "set_f1", "false_admission", "empty_answer"):
+        assert row[metric].iloc[0] == pytest.approx(ref[metric]), metric
+
+
+def test_policy_parsing():
+    assert parse_policy("initial") == INITIAL and parse_policy("none") == NO_ADMISSION
+    assert parse_policy("vector_min_cosine=0.45") == AdmissionPolicy(vector_min_cosine=0.45)
+    with pytest.raises(Exception, match="bad policy part"):
+        parse_policy("fts_min=2")
+
+
+def test_invalid_dataset_points_at_the_line(tiny, capsys):
+    lines = (tiny / "queries.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"lexical"', '"lexicall"')
+    (tiny / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["sweep", "--dataset", str(tiny), "--modes", "fts", "--no-progress"]) == 2
+    assert "queries.jsonl:2: unknown tag 'lexicall'" in capsys.readouterr().err
+
+
+def test_unreachable_server_is_a_clear_error(tiny, tmp_path, monkeypatch, capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("POWERCONTEXT_OCEANBASE_URL", f"oceanbase://root@127.0.0.1:{port}/")
+    assert main(["sweep", "--dataset", str(tiny), "--backends", "oceanbase", "--modes", "fts", "--no-progress",
+                 "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot reach the OceanBase server at 127.0.0.1:{port}" in err and "seekdb start" in err
+
+
+def test_missing_model_is_a_clear_error(tiny, tmp_path, monkeypatch, capsys):
+    import powercontext.embedding as embedding
+    from powercontext.errors import EmbeddingUnavailableError
+
+    def missing():
+        raise EmbeddingUnavailableError("the bundled model is not installed (simulated)")
+
+    monkeypatch.setattr(embedding, "minilm_path", missing)
+    assert main(["sweep", "--dataset", str(tiny), "--modes", "vector", "--no-progress", "--out", str(tmp_path / "r"),
+                 "--embedding-cache", str(tmp_path / "empty-cache")]) == 2
+    err = capsys.readouterr().err
+    assert "embedding model is unavailable" in err and "--modes fts" in err
+
+
+def test_every_subcommand_and_api_function_is_documented():
+    import powercontext.eval as package
+    from powercontext.eval import __main__ as cli
+    from powercontext.eval.__main__ import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.choices and "sweep" in a.choices)
+    for command in sub.choices:
+        assert f"python -m powercontext.eval {command}" in cli.__doc__, command
+    for name in ("sweep", "summary", "run", "analyse"):
+        assert name in harness.__all__ and f"harness.{name}" in harness.__doc__ + package.__doc__.replace("``", ""), name

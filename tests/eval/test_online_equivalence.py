@@ -1,0 +1,81 @@
+"""The seam that makes the harness honest: a sweep point (array replay over candidates
+retrieved ONCE with a wide pool) equals an online ``MemoryService.search`` with that
+policy and limit — same hits, order, scores, channels — on SQLite and on the real
+local OceanBase, in fts, vector and hybrid mode.
+
+One bundled corpus (atlas-etl, all 229 entries, so pools overflow and get truncated)
+with a stratified sample of its queries; vectors come from the real all-MiniLM-L6-v2
+(the session-scoped ``minilm`` fixture), the model users run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from pathlib import Path
+
+import pandas as pd
+
+from powercontext.eval.datasets import load
+from powercontext.eval.loader import CorpusIds, load_corpus
+from powercontext.eval.retrieval import CANDIDATE_COLUMNS, QUERY_COLUMNS, read_cache, retrieve_corpus, write_cache
+from powercontext.eval.sweep import INITIAL, Replay
+from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
+
+
+DATASETS = Path(__file__).resolve().parents[2] / "datasets"
+MODES = ("fts", "vector", "hybrid")
+MAX_LIMIT = 10  # cached pool: 40 rows per channel; limits ≤ 8 search with a pool of 32
+
+
+def sample_queries(corpus, n: int = 22):
+    """Every tag represented, then evenly spaced queries up to ``n``."""
+    chosen = {}
+    for tag in ("negative", "forgotten", "hard-negative", "multi", "cjk", "cross-lingual", "stale", "paraphrase"):
+        q = next(q for q in corpus.queries if tag in q.tags)
+        chosen[q.id] = q
+    for q in corpus.queries[:: max(1, len(corpus.queries) // n)]:
+        if len(chosen) >= n:
+            break
+        chosen.setdefault(q.id, q)
+    assert any(len(q.memories) > 1 for q in corpus.queries)
+    two = next(q for q in corpus.queries if len(q.memories) > 1)
+    chosen.setdefault(two.id, two)
+    return tuple(chosen.values())
+
+
+def points():
+    rng = random.Random(6)
+    out = [(INITIAL, 8), (NO_ADMISSION, 10), (NO_ADMISSION, 3), (AdmissionPolicy(3, 0.5, 0.7), 5)]
+    for _ in range(5):
+        out.append((AdmissionPolicy(rng.randint(1, 4), rng.choice([0.0, 0.2, 0.25, 0.34, 0.5]),
+                                    round(rng.uniform(0.3, 0.8), 2)), rng.choice([1, 5, 8, 10])))
+    return out
+
+
+async def test_sweep_points_equal_online_search(open_service, backend_name, tmp_path, minilm):
+    corpus = load(DATASETS / "atlas-etl")
+    svc = await open_service(embedding=minilm, ids=CorpusIds("atl"))
+    loaded = await load_corpus(svc, corpus)
+    subset = dataclasses.replace(loaded, corpus=dataclasses.replace(corpus, queries=sample_queries(corpus)))
+    cand_rows, query_rows, _ = await retrieve_corpus(svc, backend_name, subset, MODES, MAX_LIMIT)
+    # through the on-disk cache, as a sweep would read it
+    write_cache(tmp_path, pd.DataFrame(cand_rows, columns=CANDIDATE_COLUMNS),
+                pd.DataFrame(query_rows, columns=QUERY_COLUMNS), {})
+    candidates, retrievals, _ = read_cache(tmp_path)
+    qrels = {q.id: dict(q.judgements) for q in subset.corpus.queries}
+    truncated = admitted = rejected = 0
+    for mode in MODES:
+        retr = retrievals[retrievals["mode"] == mode]
+        replay = Replay.build(candidates[candidates["mode"] == mode], retr, qrels, mode, min_width=MAX_LIMIT)
+        truncated += int((retr[["n_fts", "n_vector"]].max(axis=1) > 32).sum())
+        for policy, limit in points():
+            offline = replay.hits(policy, limit)
+            for q in subset.corpus.queries:
+                online = await svc.search(q.text, subset.refs(q.memories), limit=limit, mode=mode, policy=policy)
+                assert online.mode == mode
+                assert offline[q.id] == online.hits, (backend_name, mode, q.id, policy, limit)
+                admitted += len(online.hits)
+                rejected += len(online.hits) < limit
+    assert truncated > 0  # the cached pool (40) is wider than a limit-8 search's (32): prefixes are exercised
+    assert admitted > 0 and rejected > 0

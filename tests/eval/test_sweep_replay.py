@@ -1,0 +1,160 @@
+"""The array replay (eval/sweep.py) equals ``admission.fuse`` — same hits, order,
+scores (bit for bit), channels — over many random policies and limits, on synthetic
+candidate lists built to hit every corner: ties in cosine and in RRF score, repeated
+rows, queries without terms, lists longer than the pool."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from powercontext.eval import metrics as M
+from powercontext.eval.retrieval import CANDIDATE_COLUMNS, channels_of
+from powercontext.eval.sweep import INITIAL, Grid, Replay, point_values
+from powercontext.memory import admission
+from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
+
+MODES = ("fts", "vector", "hybrid")
+
+
+def synthetic(seed: int = 7, queries: int = 40):
+    rng = random.Random(seed)
+    entries = [(f"mem_art_{m}", f"mem_ent_{m}{i:03d}", f"mem_ver_{m}{i:03d}", f"syn-{m}{i:03d}")
+               for m in ("a", "b") for i in range(30)]
+    rows, qrows, qrels = [], [], {}
+    for qn in range(queries):
+        qid = f"syn-q{qn:03d}"
+        n = rng.choice([0, 1, 2, 3, 4, 5, 6, 8, 11])
+        qrows.append(dict(query_id=qid, query_term_count=n))
+        judged = rng.sample(entries, rng.randint(0, 4))
+        qrels[qid] = {e[3]: rng.randint(1, 3) for e in judged}
+        for mode in MODES:
+            for channel in ("fts", "vector"):
+                if channel not in {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}[mode]:
+                    continue
+                picks = rng.sample(entries, rng.randint(0, 40))
+                if picks and rng.random() < 0.3:  # a backend repeating a row
+                    picks.insert(rng.randrange(len(picks) + 1), rng.choice(picks))
+                for rank, (art, ent, ver, cid) in enumerate(picks, start=1):
+                    matched = rng.randint(0, n) if channel == "fts" else 0
+                    # (no None cosine: admission.decide cannot format one; backends always set it)
+                    cosine = None if channel == "fts" else round(rng.uniform(-0.2, 0.9), 2)
+                    rows.append(dict(
+                        backend="syn", corpus="syn", mode=mode, query_id=qid, channel=channel, rank=rank,
+                        memory="repo", memory_artifact_id=art, memory_revision=3, entry_id=ent, entry_version_id=ver,
+                        entry_content_hash="0" * 64, kind="fact", text=f"text of {ent}", corpus_entry=cid,
+                        matched_terms=tuple(f"t{i}" for i in range(matched)), matched=matched, query_term_count=n,
+                        coverage=matched / n if n else 0.0, cosine=cosine))
+    return pd.DataFrame(rows, columns=CANDIDATE_COLUMNS), pd.DataFrame(qrows), qrels
+
+
+@pytest.fixture(scope="module")
+def data():
+    return synthetic()
+
+
+def random_policies(rng: random.Random, n: int):
+    out = [(INITIAL, 8), (NO_ADMISSION, 10), (NO_ADMISSION, 1), (AdmissionPolicy(), 3)]
+    for _ in range(n):
+        policy = AdmissionPolicy(
+            fts_min_terms=rng.randint(1, 5),
+            fts_min_coverage=rng.choice([0.0, 0.1, 0.2, 0.25, 0.3, 1 / 3, 0.5, 0.75, 1.0, round(rng.random(), 3)]),
+            vector_min_cosine=rng.choice([-1.0, round(rng.uniform(-0.2, 0.9), 2), round(rng.uniform(-0.2, 0.9), 4)]),
+            rrf_k=rng.choice([60, 60, 60, 0, 1, 10]),
+        )
+        out.append((policy, rng.choice([1, 2, 3, 5, 8, 10])))
+    return out
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_replay_hits_equal_admission_fuse_for_random_policies(data, mode):
+    cands, queries, qrels = data
+    sub = cands[cands["mode"] == mode]
+    replay = Replay.build(sub, queries, qrels, mode, min_width=10)
+    by_query = {q: g for q, g in sub.groupby("query_id")}
+    rng = random.Random(hash(mode) % 1000)
+    compared = admitted = 0
+    for policy, limit in random_policies(rng, 60):
+        offline = replay.hits(policy, limit)
+        for qid in queries["query_id"]:
+            channels = channels_of(by_query.get(qid, sub.iloc[0:0]), mode)
+            pool = {name: c[: policy.pool_size(limit)] for name, c in channels.items()}
+            online = admission.fuse(pool, policy, limit)
+            assert offline[qid] == online, (mode, qid, policy, limit)
+            compared += 1
+            admitted += len(online)
+    assert compared == 64 * len(queries)
+    assert admitted > 0
+
+
+def test_rrf_ties_and_repeated_rows_are_really_exercised(data):
+    """The synthetic data must contain what the equality test claims to cover."""
+    cands, queries, qrels = data
+    hybrid = cands[cands["mode"] == "hybrid"]
+    assert hybrid.duplicated(["query_id", "channel", "entry_id"]).any()
+    assert hybrid[hybrid["channel"] == "vector"]["cosine"].duplicated().any()
+    assert (queries["query_term_count"] == 0).any()
+    replay = Replay.build(hybrid, queries, qrels, "hybrid", min_width=10)
+    hits = replay.hits(NO_ADMISSION, 10)
+    scores = [h.score for hs in hits.values() for h in hs]
+    assert len(scores) != len(set(scores))  # equal RRF scores, ordered by the tie-break key
+    assert any(h.matched_by == ("fts", "vector") for hs in hits.values() for h in hs)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_evaluate_equals_metrics_of_the_hits(data, mode):
+    """Per-query metrics from the grouped rows equal row_metrics of each policy's hits."""
+    cands, queries, qrels = data
+    replay = Replay.build(cands[cands["mode"] == mode], queries, qrels, mode, min_width=10)
+    policies = [INITIAL, NO_ADMISSION, AdmissionPolicy(3, 0.5, 0.4), AdmissionPolicy(1, 0.0, 0.6)]
+    limits = [1, 5, 8, 10]
+    values = replay.evaluate(policies, limits)
+    for p, policy in enumerate(policies):
+        for j, limit in enumerate(limits):
+            ranking = replay.ranking(policy, limit)
+            for qi, qid in enumerate(replay.query_ids):
+                grades = [qrels[qid].get(e, 0) for e in ranking[qid]] + [0] * limit
+                judged = list(qrels[qid].values())
+                expected = M.row_metrics(np.array([grades[:limit]]), np.array([len(ranking[qid])]),
+                                         np.array([len(judged)]), np.array([M.idcg(judged)]), limit)
+                for name, v in expected.items():
+                    assert values[name][p, j, qi] == pytest.approx(v[0], abs=1e-12), (name, policy, limit, qid)
+
+
+def test_aggregate_is_the_mean_over_each_metric_population(data):
+    cands, queries, qrels = data
+    replay = Replay.build(cands[cands["mode"] == "hybrid"], queries, qrels, "hybrid", min_width=10)
+    policies = [INITIAL, NO_ADMISSION]
+    half = (np.arange(len(queries)) % 2 == 0).astype(float)
+    groups = np.stack([np.ones(len(queries)), half], 1)
+    agg = replay.aggregate(policies, [8], groups)
+    per_query = replay.evaluate(policies, [8])
+    positive = replay.n_rel > 0
+    for m in M.METRICS:
+        mask = {"positive": positive, "empty": ~positive, "all": np.ones_like(positive)}[m.population]
+        for g in range(2):
+            sel = mask & (groups[:, g] == 1)
+            expected = per_query[m.name][0, 0][sel].mean()
+            assert agg[m.name][0, 0, g] == pytest.approx(expected, abs=1e-12), m.name
+    assert agg["n_positive"][0] == positive.sum() and agg["n_empty"][0] == (~positive).sum()
+
+
+def test_policies_admitting_the_same_sets_share_a_ranking_row(data):
+    cands, queries, qrels = data
+    replay = Replay.build(cands[cands["mode"] == "fts"], queries, qrels, "fts", min_width=10)
+    policies = Grid().policies("fts")
+    q_row, _, _, row_of = replay._rows(policies)
+    assert row_of.shape == (len(policies), len(queries))
+    assert len(q_row) < len(policies) * len(queries) / 4  # the grouping is what makes a sweep cheap
+
+
+def test_grid_always_contains_the_initial_constants_and_no_admission():
+    grid = Grid(fts_min_terms=(3,), fts_min_coverage=(0.5,), vector_min_cosine=(0.6,), limits=(8,))
+    hybrid = grid.policies("hybrid")
+    assert INITIAL in hybrid and NO_ADMISSION in hybrid
+    assert grid.size("hybrid") == len(hybrid) == 3 * 3 * 3  # terms {1,2,3} × cov {0,.25,.5} × cos {-1,.3,.6}
+    assert point_values(INITIAL, "fts", 8)["vector_min_cosine"] != point_values(INITIAL, "fts", 8)["vector_min_cosine"]
+    assert point_values(INITIAL, "vector", 8)["vector_min_cosine"] == 0.30
