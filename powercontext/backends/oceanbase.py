@@ -395,7 +395,10 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             "ORDER BY l2_distance(embedding, %s) APPROXIMATE LIMIT %s",
             (literal, *artifact_ids, literal, k),
         )
-        return [tuple(r) for r in tx.fetchall() if r[4] is not None]
+        rows = [tuple(r) for r in tx.fetchall() if r[4] is not None]
+        # HNSW returns equal distances in arbitrary order; order ties like SQLite does
+        # (memory, entry) so channel ranks — and RRF — are deterministic.
+        return sorted(rows, key=lambda r: (r[4], r[0], r[1]))
 
     def exact_vector_query(self, artifact_ids, vector, k):
         """Exact top-k (full scan) — the yardstick for HNSW recall measurements."""

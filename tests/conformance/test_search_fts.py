@@ -3,7 +3,7 @@
 import pytest
 
 import powercontext as pc
-from powercontext.memory.admission import AdmissionPolicy
+from powercontext.memory.admission import INITIAL_POLICY, AdmissionPolicy
 
 E = pc.MemoryEntryInput
 
@@ -38,7 +38,8 @@ async def test_chinese_query_uses_cjk_tokens(svc, corpus):
 
 async def test_below_threshold_candidates_never_fill_the_limit(svc, corpus):
     r1, _ = corpus
-    res = await svc.search("parquet reader for spreadsheets and images and audio", memories=(r1,), limit=8, explain=True)
+    res = await svc.search("parquet reader for spreadsheets and images and audio", memories=(r1,), limit=8, explain=True,
+                           policy=INITIAL_POLICY)
     assert res.hits == () and res.decisions
     assert all(not d.admitted and "matched 1/6 terms, needs 2" in d.reason for d in res.decisions)
     assert "decision" in {d.candidate.kind for d in res.decisions}
@@ -58,7 +59,7 @@ async def test_auto_without_embedding_is_fts_and_says_why(svc, corpus):
 
 async def test_several_memories_ranked_together_and_deduplicated(svc, corpus):
     r1, user = corpus
-    res = await svc.search("list commands ran before review", memories=(r1, user, r1), mode="fts")
+    res = await svc.search("list commands ran before review", memories=(r1, user, r1), mode="fts", policy=INITIAL_POLICY)
     assert {h.memory_ref for h in res} == {r1.ref, user.ref}
     assert len({(h.memory_ref, h.entry_id) for h in res}) == len(res)
 

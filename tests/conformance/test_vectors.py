@@ -30,7 +30,7 @@ PARAPHRASES = [
     ("how are shipped binaries authenticated", 3),
     ("how should I phrase my git history", 4),
 ]
-LOW = AdmissionPolicy(vector_min_cosine=0.2)
+LOW = AdmissionPolicy(fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=0.2)
 
 
 class OutageEmbedding:

@@ -21,7 +21,13 @@ def vec(entry, rank, cosine, ref=REF):
     [(1, 1), (2, 1), (3, 2), (4, 2), (8, 2), (9, 3), (12, 3), (13, 4)],
 )
 def test_required_terms_follow_min_terms_and_coverage(n, need):
+    assert admission.INITIAL_POLICY.required_terms(n) == need
+
+
+@pytest.mark.parametrize("n, need", [(1, 1), (2, 1), (3, 3), (9, 3), (10, 3), (11, 4)])
+def test_calibrated_defaults(n, need):
     assert AdmissionPolicy().required_terms(n) == need
+    assert AdmissionPolicy().vector_min_cosine == 0.5
 
 
 def test_coverage_boundary_is_inclusive_despite_float_error():
@@ -34,7 +40,7 @@ def test_required_terms_never_exceed_the_query():
 
 
 def test_fts_admission_boundaries():
-    policy = AdmissionPolicy()
+    policy = admission.INITIAL_POLICY
     admitted = admission.admit({"fts": [fts("a", 1, 1, 5), fts("b", 2, 2, 5), fts("c", 3, 1, 2)]}, policy)
     assert [c.entry_id for c in admitted["fts"]] == ["b", "c"]
 
@@ -54,7 +60,7 @@ def test_rrf_scores_are_hand_computed():
 
 
 def test_rank_counts_only_admitted_candidates():
-    policy = AdmissionPolicy()
+    policy = admission.INITIAL_POLICY
     hits = admission.fuse({"fts": [fts("rejected", 1, 1, 8), fts("kept", 2, 3, 8)]}, policy, limit=8)
     assert [(h.entry_id, h.score) for h in hits] == [("kept", pytest.approx(1 / 61))]
 
@@ -87,7 +93,7 @@ def test_pool_size():
 
 
 def test_decisions_say_which_threshold():
-    (d,) = admission.explain({"fts": [fts("a", 1, 1, 8)]}, AdmissionPolicy())
+    (d,) = admission.explain({"fts": [fts("a", 1, 1, 8)]}, admission.INITIAL_POLICY)
     assert not d.admitted and "needs 2" in d.reason and "fts_min_terms=2" in d.reason
 
 
@@ -95,3 +101,8 @@ def test_decisions_say_which_threshold():
 def test_policy_refuses_nonsense(bad):
     with pytest.raises(ValueError):
         AdmissionPolicy(**bad)
+
+
+def test_vector_candidate_without_cosine_is_rejected_not_crashing():
+    (d,) = admission.explain({"vector": [vec("a", 1, None)]}, AdmissionPolicy())
+    assert not d.admitted and "no cosine" in d.reason
