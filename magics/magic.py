@@ -19,7 +19,7 @@ import pandas as pd
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from traitlets import Enum, Int, Unicode
+from traitlets import Enum, Float, Int, Unicode, observe
 
 from powercontext import AdmissionPolicy
 from powercontext.backends.seekdb import DEFAULT_DIR
@@ -71,6 +71,11 @@ class PcMem(Magics):
     database = Unicode("pcmem", help="database name used by `open --seekdb`").tag(config=True)
     seekdb_dir = Unicode(str(DEFAULT_DIR), help="server directory used by `open --seekdb` without DIR").tag(config=True)
     embedding = Unicode(None, allow_none=True, help="default --embedding of open (e.g. 'minilm')").tag(config=True)
+    # Session-wide admission thresholds (None: the library's calibrated default). They
+    # become the open service's policy, so search, --explain and the widgets share them.
+    fts_min_terms = Int(None, allow_none=True, min=1, help="session default fts_min_terms").tag(config=True)
+    fts_min_coverage = Float(None, allow_none=True, min=0.0, max=1.0, help="session default fts_min_coverage").tag(config=True)
+    vector_min_cosine = Float(None, allow_none=True, min=-1.0, max=1.0, help="session default vector_min_cosine").tag(config=True)
 
     def __init__(self, shell=None, session: Session | None = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -152,6 +157,7 @@ class PcMem(Magics):
             raise PcMemUserError(
                 "open what? `%pcmem open memory.db`, `%pcmem open oceanbase://root@127.0.0.1:2881/pc` or `%pcmem open --seekdb`"
             )
+        self._apply_policy()
         facts = self.session.describe()
         modes = "fts" + (" + vector/hybrid" if facts["hybrid"] else "")
         print(f"opened {facts['backend']} {facts['target']} · {facts['memories']} Memories · {modes}")
@@ -262,6 +268,19 @@ class PcMem(Magics):
     def _changes(self, args, cell):
         """Compact per-Revision changes."""
         return self.run(reads.changes(self.svc, args.ref, args.since))
+
+    @observe("fts_min_terms", "fts_min_coverage", "vector_min_cosine")
+    def _thresholds_changed(self, change) -> None:
+        self._apply_policy()
+
+    def _apply_policy(self) -> None:
+        """Make the %config thresholds the open service's policy."""
+        session = getattr(self, "session", None)  # config is applied before __init__ ends
+        svc = None if session is None else session.svc
+        if svc is None:
+            return
+        overrides = {k: getattr(self, k) for k in ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")}
+        svc.policy = dataclasses.replace(AdmissionPolicy(), **{k: v for k, v in overrides.items() if v is not None})
 
     def _policy(self, args) -> AdmissionPolicy | None:
         overrides = {k: getattr(args, k) for k in ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")}

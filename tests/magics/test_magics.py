@@ -240,3 +240,12 @@ def test_open_seekdb_starts_a_server_and_close_stops_it(shell, tmp_path, monkeyp
         run(shell, "%pcmem close")
     assert not server.running and session.server is None
     shutil.rmtree(base)  # its preallocated data file is ~1.3 GB
+
+
+def test_config_thresholds_become_the_session_policy(shell, sqlite_target):
+    run(shell, f"%pcmem open {sqlite_target}")
+    from powercontext.magics import current_service
+
+    assert current_service().policy.fts_min_terms == 2  # pinned by the fixture
+    shell.run_line_magic("config", "PcMem.vector_min_cosine = 0.6")
+    assert current_service().policy.vector_min_cosine == 0.6 and current_service().policy.fts_min_terms == 2

@@ -18,6 +18,7 @@ def cells(target: str) -> list:
         code("%load_ext powercontext.magics"),
         code("import asyncio\n"
              "assert asyncio.get_event_loop().is_running()  # the kernel's loop runs: no asyncio.run here\n"
+             "%config PcMem.fts_min_terms = 2\n%config PcMem.fts_min_coverage = 0.25\n"
              f"%pcmem open {target}"),
         code(f'%pcmem remember --kind preference "{PUSH}" -o r1'),
         code(f"%%pcmem remember --memory {{r1.artifact_id}} --kind constraint\n{SITE}\n\n{PORT}\n"),
@@ -43,7 +44,7 @@ def cells(target: str) -> list:
              "assert len(ai.admitted) == 2 and ai.retrievals == 1, ai.admitted\n"
              "mi"),
         code("svc, run = current_service(), current_runner().run\n"
-             "res = run(svc.search('make test push', memories=[run(svc.head(r1.artifact_id))]))\n"
+             "res = run(svc.search('make test push', memories=[run(svc.head(r1.artifact_id))], policy=svc.policy))\n"
              "res"),
         code("%pcmem manifest mem_art_does_not_exist", metadata={"tags": ["raises-exception"]}),
         code("%pcmem close"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from powercontext import ArtifactRef, MemoryHit
 from powercontext.magics import tables
-from powercontext.memory.admission import AdmissionPolicy, explain
+from powercontext.memory.admission import INITIAL_POLICY, explain
 from powercontext.model import ChannelCandidate, MemoryManifest, MemoryManifestEntry
 
 REF = ArtifactRef("mem_art_a", 3)
@@ -42,7 +42,7 @@ def test_decisions_frame_shows_signals_not_tokens():
                 candidate("fts", 2, "e2", ("make",), 4)),
         "vector": (candidate("vector", 1, "e2", cosine=0.8125), candidate("vector", 2, "e3", cosine=0.125)),
     }
-    decisions = explain(channels, AdmissionPolicy())
+    decisions = explain(channels, INITIAL_POLICY)
     hits = (MemoryHit(REF, "e1", "e1_v", "text of e1", 1 / 61, ("fts",)),)
     frame = tables.decisions_frame(decisions, hits)
     columns = ["channel", "channel_rank", "entry_id", "admitted", "matched", "query_terms", "coverage", "cosine", "hit_rank"]
