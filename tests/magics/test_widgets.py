@@ -116,3 +116,45 @@ def test_widgets_accept_revisions_and_default_to_the_magics_runner(history):
     old = runner.run(svc.revision(pc.ArtifactRef(mid, 1)))
     a = AdmissionInspector(svc, [old], query="make test push")  # always searches the current head
     assert a.error is None and a.hits.memory.tolist() == [f"{mid}@3"]
+
+
+def test_threshold_tuner_follows_its_sliders():
+    import pandas as pd
+
+    from powercontext.magics.widgets import ThresholdTuner
+
+    rows = []
+    for cov in (0.0, 0.25, 0.5):
+        for terms in (1, 2):
+            for limit in (3, 8):
+                rows.append(dict(backend="sqlite", mode="fts", corpus="all", split="dev", fts_min_terms=terms,
+                                 fts_min_coverage=cov, vector_min_cosine=float("nan"), limit=limit,
+                                 **{"ndcg@10": 0.5 - cov / 2 + terms / 100 + limit / 1000, "false_admission": 1 - cov}))
+    for cos in (0.3, 0.5):
+        rows.append(dict(backend="sqlite", mode="vector", corpus="all", split="dev", fts_min_terms=float("nan"),
+                         fts_min_coverage=float("nan"), vector_min_cosine=cos, limit=8,
+                         **{"ndcg@10": 0.7 - cos, "false_admission": 0.9 - cos}))
+    sweep = pd.DataFrame(rows)
+    rec = pd.DataFrame([dict(mode="fts", fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=0.3)])
+
+    class Result:  # the shape harness.sweep returns
+        pass
+
+    result = Result()
+    result.sweep, result.recommendations = sweep, rec
+    t = ThresholdTuner(result)
+    # starts at the recommendation
+    assert (t.point.fts_min_terms, t.point.fts_min_coverage, t.point.limit) == (2, 0.25, 8)
+    assert t.point["ndcg@10"] == pytest.approx(0.5 - 0.125 + 0.02 + 0.008)
+    t.fts_min_coverage.value = 0.5
+    assert t.point["false_admission"] == pytest.approx(0.5) and "0.500" in t.table.value
+    assert list(t.curve.fts_min_coverage) == [0.0, 0.25, 0.5] and set(t.curve.fts_min_terms) == {2}
+    t.limit.value = 3
+    assert t.point.limit == 3 and set(t.curve.limit) == {3}
+    t.mode.value = "vector"
+    assert t.fts_min_terms.disabled and not t.vector_min_cosine.disabled
+    assert list(t.curve.vector_min_cosine) == [0.3, 0.5] and t.point.limit == 8
+    t.vector_min_cosine.value = 0.5
+    assert t.point["ndcg@10"] == pytest.approx(0.2) and "vector_min_cosine=0.5" in repr(t)
+    with pytest.raises(TypeError):
+        ThresholdTuner(pd.DataFrame({"x": [1]}))
