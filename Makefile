@@ -24,5 +24,12 @@ test: $(STAMP)
 eval: $(STAMP)
 	$(PY) -m powercontext.eval sweep --all
 
+# Re-execute the tutorial notebooks in place (outputs stored) after a deliberate change;
+# `make test` then checks them with strict nbval. No timing metadata, so reruns diff cleanly.
+notebooks: $(STAMP)
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
+		--ExecutePreprocessor.record_timing=False notebooks/[0-9]*.ipynb
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis results

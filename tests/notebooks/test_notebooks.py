@@ -1,0 +1,109 @@
+"""The tutorial notebooks are committed executed and checked by strict nbval.
+
+nbval only compares cells that HAVE stored outputs, so a notebook committed without
+outputs would pass `pytest --nbval` trivially. These tests make sure every notebook was
+executed top to bottom in one clean run (`make notebooks`), stored no errors, ignores
+outputs only where it says why, and that pytest runs nbval strictly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbval.plugin import get_sanitize_patterns
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+SANITIZE = NOTEBOOKS / "sanitize.cfg"
+EXPECTED = [
+    "01_quickstart.ipynb",
+    "02_manifests_and_lineage.ipynb",
+    "03_search_modes_and_admission.ipynb",
+    "04_threshold_evaluation.ipynb",
+    "05_oceanbase.ipynb",
+]
+IGNORE_MARKER = "NBVAL_IGNORE_OUTPUT"
+
+
+def notebook_paths() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("*.ipynb"))
+
+
+def code_cells(path: Path) -> list:
+    return [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+
+
+def ignored(cell) -> bool:
+    return any(line.strip().lstrip("#").strip() == IGNORE_MARKER for line in cell.source.splitlines()
+               if line.strip().startswith("#"))
+
+
+def test_the_tutorial_notebooks_are_there():
+    assert [p.name for p in notebook_paths()] == EXPECTED
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_every_code_cell_was_executed_in_order_and_has_outputs(path):
+    cells = code_cells(path)
+    assert cells, f"{path.name} has no code cells"
+    counts = [c.execution_count for c in cells]
+    missing = [i for i, c in enumerate(cells) if c.execution_count is None or not c.outputs]
+    assert not missing, (
+        f"{path.name}: code cells {missing} have no stored output or execution count; "
+        "run `make notebooks` and commit the executed notebook"
+    )
+    assert counts == list(range(1, len(cells) + 1)), (
+        f"{path.name}: execution counts {counts} are not one clean top-to-bottom run; run `make notebooks`"
+    )
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_no_errors_or_stderr_are_stored(path):
+    for i, cell in enumerate(code_cells(path)):
+        for out in cell.outputs:
+            assert out.output_type != "error", f"{path.name} cell {i} stored an error: {out.get('ename')}"
+            assert not (out.output_type == "stream" and out.name == "stderr"), (
+                f"{path.name} cell {i} stored stderr (warnings or progress bars vary between runs): {out.text[:200]!r}"
+            )
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_ignored_outputs_say_why_and_compared_outputs_hold_no_temp_paths(path):
+    for i, cell in enumerate(code_cells(path)):
+        lines = [line.strip() for line in cell.source.splitlines()]
+        if ignored(cell):
+            at = next(n for n, line in enumerate(lines) if line.lstrip("#").strip() == IGNORE_MARKER)
+            reason = lines[at + 1] if at + 1 < len(lines) else ""
+            assert reason.startswith("#") and len(reason) > 10, (
+                f"{path.name} cell {i}: put the reason for {IGNORE_MARKER} in a comment on the next line"
+            )
+            continue
+        text = json.dumps(cell.outputs)
+        assert not re.search(r"/tmp/|pc-0\d-[a-z0-9_]{8}", text), (
+            f"{path.name} cell {i}: a temporary path reached a compared output"
+        )
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_notebooks_run_on_the_python3_kernel(path):
+    assert nbformat.read(path, as_version=4).metadata["kernelspec"]["name"] == "python3"
+
+
+def test_pytest_runs_the_notebooks_with_strict_nbval():
+    options = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    addopts = options["addopts"].split()
+    assert "notebooks" in options["testpaths"]
+    assert "--nbval" in addopts and "--nbval-lax" not in addopts
+    assert addopts[addopts.index("--nbval-sanitize-with") + 1] == "notebooks/sanitize.cfg"
+
+
+def test_sanitize_patterns_parse_and_compile():
+    patterns = get_sanitize_patterns(SANITIZE.read_text())
+    assert patterns, "nbval found no regex/replace pairs in notebooks/sanitize.cfg"
+    for regex, _ in patterns:
+        re.compile(regex)
