@@ -130,12 +130,17 @@ def write_run(result: Any, out: str | Path) -> Path:
 # ---------------------------------------------------------------------------- plots
 
 
-def _png(fig) -> str:
-    import matplotlib.pyplot as plt
+def _figure(**kwargs):
+    """A pyplot-free Figure: the report never touches the global backend, so inline
+    plots in a notebook that runs the harness keep working."""
+    from matplotlib.figure import Figure
 
+    return Figure(**kwargs)
+
+
+def _png(fig) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
@@ -148,15 +153,11 @@ def _dev(result: Any, mode: str) -> pd.DataFrame:
 def plot_thresholds(result: Any, mode: str) -> str:
     """nDCG@10 and false admission vs the mode's threshold, one line per backend (and
     per fts_min_terms for fts)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     o = result.objective
     d = _dev(result, mode)
     metrics = (o.metric, o.constraint, "empty_answer", "set_f1")
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.2 * len(metrics), 3.4))
+    fig = _figure(figsize=(4.2 * len(metrics), 3.4))
+    axes = fig.subplots(1, len(metrics))
     rec = result.recommendations.set_index("mode").loc[mode]
     for ax, metric in zip(axes, metrics):
         for backend, g in d.groupby("backend"):
@@ -189,14 +190,10 @@ def plot_thresholds(result: Any, mode: str) -> str:
 def plot_frontier(result: Any, mode: str) -> str:
     """Every grid point as (false admission, nDCG@10), the Pareto frontier, and the
     chosen, initial and no-admission points."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     o = result.objective
     d = _dev(result, mode)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig = _figure(figsize=(6.4, 4.4))
+    ax = fig.subplots()
     colors = {"sqlite": "tab:blue", "oceanbase": "tab:orange"}
     for backend, g in d.groupby("backend"):
         ax.scatter(g[o.constraint], g[o.metric], s=8, alpha=0.35, color=colors.get(backend), label=f"{backend} grid")
@@ -225,11 +222,6 @@ def plot_frontier(result: Any, mode: str) -> str:
 
 
 def plot_limits(result: Any, mode: str) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     o = result.objective
     s = result.sweep
     rec = result.recommendations.set_index("mode").loc[mode]
@@ -237,7 +229,8 @@ def plot_limits(result: Any, mode: str) -> str:
     for col, ch in (("fts_min_terms", "fts"), ("fts_min_coverage", "fts"), ("vector_min_cosine", "vector")):
         if ch in MODE_CHANNELS[mode]:
             d = d[np.isclose(d[col].astype(float), float(rec[col]))]
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3))
+    fig = _figure(figsize=(8, 3))
+    axes = fig.subplots(1, 2)
     for ax, metric in zip(axes, (o.metric, "recall@10")):
         for backend, g in d.groupby("backend"):
             g = g.sort_values("limit")

@@ -55,7 +55,7 @@ class ThresholdTuner(widgets.VBox):
                         for name in (*THRESHOLDS, "limit")}
         self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine, self.limit = self.sliders.values()
         self.table = widgets.HTML()
-        self.plot = widgets.Output()
+        self.plot = widgets.Image(format="png")
         self.point: pd.Series | None = None
         self._sliced = False  # before the first slice, sliders hold placeholders
         self.curve = pd.DataFrame()
@@ -132,24 +132,28 @@ class ThresholdTuner(widgets.VBox):
         return f"<table><tr>{cells}</tr></table>"
 
     def _draw(self, axis: str) -> None:
-        import matplotlib.pyplot as plt
+        """Render to PNG bytes with a pyplot-free Figure: no global backend state, and
+        an Image widget (unlike an Output widget) adds no cell outputs per redraw."""
+        import io
 
-        self.plot.clear_output(wait=True)
-        with self.plot:
-            fig, ax = plt.subplots(figsize=(6, 3))
-            ax.plot(self.curve[axis], self.curve[self.metric.value], marker="o", label=self.metric.value)
-            ax.plot(self.curve[axis], self.curve["false_admission"], marker="x", label="false_admission")
-            if self.point is not None:
-                ax.axvline(self.point[axis], color="grey", linestyle="--", label="selected")
-            rec = self._recommended()
-            if rec is not None:
-                ax.axvline(rec[axis], color="green", linestyle=":", label="recommended")
-            ax.set_xlabel(axis)
-            ax.set_ylim(0, 1.02)
-            ax.legend(loc="best", fontsize="small")
-            ax.set_title(f"{self.backend.value} · {self.mode.value} · {self.split.value} · limit {self.limit.value}")
-            plt.show()
-            plt.close(fig)
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=(6, 3))
+        ax = fig.subplots()
+        ax.plot(self.curve[axis], self.curve[self.metric.value], marker="o", label=self.metric.value)
+        ax.plot(self.curve[axis], self.curve["false_admission"], marker="x", label="false_admission")
+        if self.point is not None:
+            ax.axvline(self.point[axis], color="grey", linestyle="--", label="selected")
+        rec = self._recommended()
+        if rec is not None:
+            ax.axvline(rec[axis], color="green", linestyle=":", label="recommended")
+        ax.set_xlabel(axis)
+        ax.set_ylim(0, 1.02)
+        ax.legend(loc="best", fontsize="small")
+        ax.set_title(f"{self.backend.value} · {self.mode.value} · {self.split.value} · limit {self.limit.value}")
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+        self.plot.value = buf.getvalue()
 
     def __repr__(self) -> str:  # stable text for nbval
         if self.point is None:

@@ -158,3 +158,18 @@ def test_threshold_tuner_follows_its_sliders():
     assert t.point["ndcg@10"] == pytest.approx(0.2) and "vector_min_cosine=0.5" in repr(t)
     with pytest.raises(TypeError):
         ThresholdTuner(pd.DataFrame({"x": [1]}))
+
+
+def test_threshold_tuner_redraws_its_plot_as_png():
+    import pandas as pd
+
+    from powercontext.magics.widgets import ThresholdTuner
+
+    sweep = pd.DataFrame([dict(backend="sqlite", mode="vector", corpus="all", split="dev", fts_min_terms=float("nan"),
+                               fts_min_coverage=float("nan"), vector_min_cosine=c, limit=8,
+                               **{"ndcg@10": 1 - c, "false_admission": 1 - c}) for c in (0.2, 0.4)])
+    t = ThresholdTuner(sweep)
+    first = bytes(t.plot.value)
+    assert first.startswith(b"\x89PNG")
+    t.vector_min_cosine.value = 0.2 if t.point.vector_min_cosine == 0.4 else 0.4
+    assert bytes(t.plot.value).startswith(b"\x89PNG") and bytes(t.plot.value) != first
