@@ -385,6 +385,14 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         )
         return [(c, e, bool(v)) for c, e, v in tx.fetchall()]
 
+    def _missing_vectors(self, tx, artifact_id):
+        tx.execute(
+            "SELECT COUNT(*) FROM memory_entry_heads WHERE memory_artifact_id = %s "
+            "AND (embedding IS NULL OR embedding_content_hash IS NULL)",
+            (artifact_id,),
+        )
+        return tx.fetchone()[0]
+
     def _vector_query(self, tx, artifact_ids, vector, k):
         # HNSW (APPROXIMATE) with a pre-filter on the selected Memories; ob_hnsw_ef_search
         # is raised per session (see _connection) for recall ≥ 0.99 at k = 32.

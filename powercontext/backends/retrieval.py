@@ -61,7 +61,7 @@ class AuthoritativeRetrieval:
                     raise CapabilityNotSupportedError("vector retrieval needs a vector projection and a query vector")
                 check_vector(request.query_vector, self.embedding_profile)
                 for ref in request.memories:  # reconfirmed in the query transaction
-                    if not self._projection_complete(tx, ref.artifact_id):
+                    if not self._projection_present(tx, ref):
                         raise CapabilityNotSupportedError(
                             f"the vector projection of {ref} is incomplete; run rebuild_projections()"
                         )
@@ -131,6 +131,24 @@ class AuthoritativeRetrieval:
                         self._completeness[ref] = complete
         return all(self._completeness[r] for r in refs)
 
+    def _projection_present(self, tx: Any, ref: ArtifactRef) -> bool:
+        """The in-transaction reconfirmation, cheap enough for every search: no head
+        row lacks its vector (NULL / anti-join predicates in SQL). The embedding-hash
+        predicate is evaluated by ``_projection_complete`` once per head Revision (and
+        every vector was hash-checked inside the transaction that wrote it)."""
+        if not self._vector_complete_cached(tx, ref):
+            return False
+        return self._missing_vectors(tx, ref.artifact_id) == 0
+
+    def _vector_complete_cached(self, tx: Any, ref: ArtifactRef) -> bool:
+        with self._completeness_lock:
+            known = self._completeness.get(ref)
+        if known is None:
+            known = self._projection_complete(tx, ref.artifact_id)
+            with self._completeness_lock:
+                self._completeness[ref] = known
+        return known
+
     def _projection_complete(self, tx: Any, artifact_id: str) -> bool:
         """Complete iff every head row has a vector whose embedding hash matches this
         profile and the row's content hash (RFC "Vector integrity")."""
@@ -145,6 +163,10 @@ class AuthoritativeRetrieval:
         with self._completeness_lock:
             for ref in [r for r in self._completeness if r.artifact_id == artifact_id]:
                 del self._completeness[ref]
+
+    def _missing_vectors(self, tx: Any, artifact_id: str) -> int:
+        """How many head rows of the Memory have no (matching) vector row."""
+        raise CapabilityNotSupportedError(f"the {self.name} backend has no vector projection configured")
 
     def _vector_rows(self, tx: Any, artifact_id: str) -> list[tuple[str, str | None, bool]]:
         """(entry_content_hash, embedding_content_hash, has_vector) per head row."""

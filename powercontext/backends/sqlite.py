@@ -324,6 +324,15 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             )
         ]
 
+    def _missing_vectors(self, tx, artifact_id):
+        return tx.execute(
+            "SELECT COUNT(*) FROM memory_entry_heads AS h LEFT JOIN memory_entry_vector_metadata AS m "
+            "ON m.projection_id = h.projection_id AND m.entry_version_id = h.entry_version_id "
+            "AND m.entry_content_hash = h.entry_content_hash WHERE h.memory_artifact_id = ? AND (m.projection_id IS NULL "
+            "OR NOT EXISTS (SELECT 1 FROM memory_entry_search_vector v WHERE v.rowid = h.projection_id))",
+            (artifact_id,),
+        ).fetchone()[0]
+
     def _vector_query(self, tx, artifact_ids, vector, k):
         marks = ",".join("?" * len(artifact_ids))
         return tx.execute(

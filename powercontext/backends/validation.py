@@ -6,6 +6,9 @@ nothing is written."""
 
 from __future__ import annotations
 
+import functools
+import json
+
 from typing import Any, Mapping
 
 from .. import canonical
@@ -26,6 +29,12 @@ from ..model import (
 
 from .plans import CommitPlan
 from .rules import normalize_reason, normalize_text, validate_kind, version_content_hash
+
+
+@functools.lru_cache(maxsize=200_000)
+def _embedding_hash(profile_json: str, entry_hash: str) -> str:
+    """Memoized: completeness checks ask for the same (profile, content) pairs again."""
+    return canonical.embedding_content_hash(json.loads(profile_json), entry_hash)
 
 
 class CommitValidation:
@@ -128,7 +137,7 @@ class CommitValidation:
             check_vector(values, self.embedding_profile)
 
     def expected_embedding_hash(self, entry_hash: str) -> str:
-        return canonical.embedding_content_hash(self.embedding_profile.to_canonical(), entry_hash)
+        return _embedding_hash(canonical.canonical_text(self.embedding_profile.to_canonical()), entry_hash)
 
     def _validate_new_version(self, v, plan, item, pred, op_sources, op_artifacts) -> None:
         where = f"entry {v.entry_id!r}"
