@@ -24,14 +24,13 @@ import threading
 from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 
-from .. import analyzer
 from ..errors import BackendUnavailableError
 from ..model import EmbeddingProfile
 from .base import DatabaseMemoryBackend
 from .portable import PortableSQL
+from .rules import schema_records
 
 MIN_VERSION = (4, 3, 5, 3)
-SCHEMA_VERSION = "1"
 LOCK_TIMEOUT_US = 10_000_000
 QUERY_TIMEOUT_US = 60_000_000
 HNSW_EF_SEARCH = 200
@@ -269,15 +268,8 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             profile = self.embedding_profile if stored_profile is None else EmbeddingProfile(**json.loads(stored_profile))
             if not heads_exist:
                 cur.execute(self._heads_ddl(profile if stored or profile else None))
-            if not stored:
-                cur.execute(
-                    "INSERT INTO powercontext_schema (`key`, value) VALUES ('schema_version', %s), ('analyzer', %s)",
-                    (SCHEMA_VERSION, analyzer.ANALYZER_VERSION),
-                )
-            elif stored.get("analyzer") != analyzer.ANALYZER_VERSION:
-                raise BackendUnavailableError(
-                    f"database indexed with analyzer {stored.get('analyzer')}, this library uses {analyzer.ANALYZER_VERSION}"
-                )
+            for key, value in schema_records(stored, f"database {self._params['database']!r}"):
+                cur.execute("INSERT INTO powercontext_schema (`key`, value) VALUES (%s, %s)", (key, value))
             if stored_profile is None and self.embedding_profile is not None:
                 if heads_exist:
                     self._adopt_vector_column(cur, self.embedding_profile)

@@ -89,3 +89,24 @@ def cosine_from_l2(distance: float) -> float:
     return 1.0 - (distance * distance) / 2.0
 
 
+
+
+SCHEMA_VERSION = "1"
+
+
+def schema_records(stored: dict[str, str], where: str) -> list[tuple[str, str]]:
+    """The powercontext_schema rows a new database needs, or none for an existing one.
+
+    A database whose full-text projection was built by another analyzer version is
+    refused: its stored tokens would not match today's query terms."""
+    from .. import analyzer
+    from ..errors import BackendUnavailableError
+
+    if not stored:
+        return [("schema_version", SCHEMA_VERSION), ("analyzer", analyzer.ANALYZER_VERSION)]
+    if stored.get("analyzer") != analyzer.ANALYZER_VERSION:
+        raise BackendUnavailableError(
+            f"{where} was indexed with analyzer {stored.get('analyzer')}, this library uses "
+            f"{analyzer.ANALYZER_VERSION}: run rebuild_projections() after a migration"
+        )
+    return []

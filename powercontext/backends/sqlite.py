@@ -20,10 +20,10 @@ from ..errors import BackendUnavailableError
 from ..model import EmbeddingProfile
 from .base import DatabaseMemoryBackend
 from .portable import PortableSQL
+from .rules import schema_records
 from .. import analyzer
 
 MIN_SQLITE = (3, 38, 0)
-SCHEMA_VERSION = "1"
 BUSY_TIMEOUT_MS = 10_000
 # Analyzer tokens are runs of letters, marks, digits and private-use characters, or
 # u_/b_ CJK tokens: FTS5 must keep exactly those whole (``_`` included) and must not
@@ -143,16 +143,8 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         with self._transaction(write=True) as tx:
             tx.execute(_CORE_DDL)
             stored = dict(tx.execute("SELECT key, value FROM powercontext_schema").fetchall())
-            if not stored:
-                tx.execute(
-                    "INSERT INTO powercontext_schema (key, value) VALUES ('schema_version', ?), ('analyzer', ?)",
-                    (SCHEMA_VERSION, analyzer.ANALYZER_VERSION),
-                )
-            elif stored.get("analyzer") != analyzer.ANALYZER_VERSION:
-                raise BackendUnavailableError(
-                    f"{self.path} was indexed with analyzer {stored.get('analyzer')}, this library uses "
-                    f"{analyzer.ANALYZER_VERSION}: run rebuild_projections() after a migration"
-                )
+            for key, value in schema_records(stored, self.path):
+                tx.execute("INSERT INTO powercontext_schema (key, value) VALUES (?, ?)", (key, value))
             self._adopt_profile(tx, stored.get("embedding_profile"))
         self._probe_fts()
 

@@ -119,3 +119,15 @@ async def test_hostile_queries_never_reach_match_syntax(svc, corpus, query):
     res = await svc.search(query, memories=(r1,), mode="fts", explain=True)
     assert all(d.candidate.entry_id for d in res.decisions)
     assert len(res) <= 8
+
+
+async def test_a_database_indexed_by_another_analyzer_is_refused(open_service, backend_name):
+    from ..support import sql
+
+    svc = await open_service()
+    await svc.remember(None, entries=(pc.MemoryEntryInput("fact", "indexed"),))
+    key = "key" if backend_name == "sqlite" else "`key`"
+    await sql(svc, f"UPDATE powercontext_schema SET value = 'v0' WHERE {key} = 'analyzer'")
+    target = svc.backend.path if backend_name == "sqlite" else svc.backend.url
+    with pytest.raises(pc.BackendUnavailableError, match="analyzer v0"):
+        await pc.open(target)
