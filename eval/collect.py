@@ -15,13 +15,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from powercontext.canonical import nfc
+from powercontext.canonical import SequentialIds, nfc
 from powercontext.errors import EmbeddingUnavailableError
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from .databases import Databases, EvalError
 from .datasets import Corpus, load
-from .loader import CorpusIds, load_corpus, text_sequence
+from .loader import load_corpus, text_sequence
 from .retrieval import read_cache, retrieve_corpus, write_cache
 from .sweep import INITIAL
 
@@ -166,7 +166,7 @@ async def collect(
             with load_bar, query_bar:
                 for corpus in corpora:
                     prefix = corpus.memories[0].id.split("-")[0]
-                    svc = await dbs.open(backend, corpus.name, embedding=model, ids=CorpusIds(prefix))
+                    svc = await dbs.open(backend, corpus.name, embedding=model, ids=SequentialIds(prefix))
                     try:
                         loaded = await load_corpus(svc, corpus, progress=load_bar)
                         loads.append(dict(backend=backend, corpus=corpus.name, entries=len(corpus.memories),

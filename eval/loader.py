@@ -17,43 +17,27 @@ skipped write fails loudly here instead of skewing every metric.
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from powercontext.canonical import IdMinter, nfc
-from powercontext.model import ArtifactRef, ContentSource, MemoryEntryInput, MemoryEntryVersion
+from powercontext.canonical import nfc
+from powercontext.model import (
+    ArtifactRef,
+    ContentSource,
+    MemoryEntryInput,
+    MemoryEntryVersion,
+)
 
 from .datasets import Corpus, MemoryRecord
 
-__all__ = ["CorpusIds", "LoadError", "LoadedCorpus", "load_corpus", "text_sequence"]
+__all__ = ["LoadError", "LoadedCorpus", "load_corpus", "text_sequence"]
 
 
 class LoadError(RuntimeError):
     """The database does not hold the corpus as written (a duplicate, a skipped write)."""
 
 
-class CorpusIds(IdMinter):
-    """Deterministic, readable ids (``mem_ent_atl_0001`` …): the same corpus gets the
-    same ids on every backend and every run, so equal-score tie-breaks (by
-    memory_artifact_id, entry_id, entry_version_id) are reproducible and comparable."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self._counters = {kind: itertools.count(1) for kind in ("art", "ent", "ver")}
-
-    def _next(self, kind: str) -> str:
-        return f"mem_{kind}_{self.prefix}_{next(self._counters[kind]):05d}"
-
-    def artifact_id(self) -> str:
-        return self._next("art")
-
-    def entry_id(self) -> str:
-        return self._next("ent")
-
-    def entry_version_id(self) -> str:
-        return self._next("ver")
 
 
 @dataclass(frozen=True)

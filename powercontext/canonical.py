@@ -9,6 +9,7 @@ that an entry hash can never collide with an artifact or embedding hash by const
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import os
 import time
@@ -126,6 +127,28 @@ class IdMinter:
 
     def entry_version_id(self) -> str:
         return mint_id("mem_ver_")
+
+
+class SequentialIds(IdMinter):
+    """Deterministic, readable ids (``mem_ent_atl_00001``): one counter per kind, an
+    optional tag. For tests, corpus loaders and tutorials that must compare ids
+    verbatim; the service validates them like any other."""
+
+    def __init__(self, tag: str = "") -> None:
+        self.tag = f"{tag}_" if tag else ""
+        self._counters = {kind: itertools.count(1) for kind in ("art", "ent", "ver")}
+
+    def _next(self, kind: str) -> str:
+        return f"mem_{kind}_{self.tag}{next(self._counters[kind]):05d}"
+
+    def artifact_id(self) -> str:
+        return self._next("art")
+
+    def entry_id(self) -> str:
+        return self._next("ent")
+
+    def entry_version_id(self) -> str:
+        return self._next("ver")
 
 
 def utf8_key(value: str) -> bytes:

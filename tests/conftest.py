@@ -3,36 +3,16 @@ project supports, so each conformance test runs against all of them."""
 
 from __future__ import annotations
 
-import itertools
 import uuid
 from urllib.parse import urlparse, urlunparse
 
 import pytest
 
 import powercontext as pc
-from powercontext.canonical import IdMinter
+from powercontext.canonical import SequentialIds
 
 BACKENDS = ["sqlite", "oceanbase"]
 
-
-class ReadableIds(IdMinter):
-    """Deterministic, readable ids for tests (the service validates them like any)."""
-
-    def __init__(self, tag: str = "") -> None:
-        self._n = itertools.count(1)
-        self.tag = tag
-
-    def _next(self, prefix: str) -> str:
-        return f"{prefix}{self.tag}{next(self._n):04d}"
-
-    def artifact_id(self) -> str:
-        return self._next("mem_art_")
-
-    def entry_id(self) -> str:
-        return self._next("mem_ent_")
-
-    def entry_version_id(self) -> str:
-        return self._next("mem_ver_")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -109,4 +89,4 @@ async def open_service(request, backend_name, tmp_path):
 
 @pytest.fixture
 async def svc(open_service):
-    return await open_service(ids=ReadableIds())
+    return await open_service(ids=SequentialIds())

@@ -12,8 +12,9 @@ import uuid
 import pytest
 
 import powercontext as pc
+from powercontext.canonical import SequentialIds
 
-from ..conftest import ReadableIds, database_url, drop_database
+from ..conftest import database_url, drop_database
 from .scenario import revision_one, user_correction
 
 QUERIES = [
@@ -30,8 +31,8 @@ QUERIES = [
 @pytest.fixture
 async def both(tmp_path, oceanbase_url):
     database = "pc_parity_" + uuid.uuid4().hex[:12]
-    sqlite = await pc.open(str(tmp_path / "parity.db"), ids=ReadableIds())
-    ocean = await pc.open(database_url(oceanbase_url, database), ids=ReadableIds())
+    sqlite = await pc.open(str(tmp_path / "parity.db"), ids=SequentialIds())
+    ocean = await pc.open(database_url(oceanbase_url, database), ids=SequentialIds())
     yield sqlite, ocean
     await sqlite.close()
     await ocean.close()
@@ -82,8 +83,8 @@ async def test_same_admitted_vector_and_hybrid_sets_with_the_real_model(tmp_path
     from .test_vectors import DOCS, LOW, PARAPHRASES
 
     database = "pc_vparity_" + uuid.uuid4().hex[:12]
-    sqlite = await pc.open(str(tmp_path / "vparity.db"), embedding=minilm, ids=ReadableIds())
-    ocean = await pc.open(database_url(oceanbase_url, database), embedding=minilm, ids=ReadableIds())
+    sqlite = await pc.open(str(tmp_path / "vparity.db"), embedding=minilm, ids=SequentialIds())
+    ocean = await pc.open(database_url(oceanbase_url, database), embedding=minilm, ids=SequentialIds())
     try:
         heads = []
         for svc in (sqlite, ocean):

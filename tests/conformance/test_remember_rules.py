@@ -206,14 +206,14 @@ async def test_sources_are_immutable_and_idempotent(svc):
 
 
 async def test_case_variant_ids_are_distinct(open_service):
-    from ..conftest import ReadableIds
+    from powercontext.canonical import SequentialIds
 
-    svc = await open_service(ids=ReadableIds())
+    svc = await open_service(ids=SequentialIds())
     upper = await svc.sources.persist(pc.ContentSource("src_Alpha", "upper"))
     lower = await svc.sources.persist(pc.ContentSource("src_alpha", "lower"))
     assert upper.content_hash != lower.content_hash
 
-    class CaseIds(ReadableIds):
+    class CaseIds(SequentialIds):
         names = iter(["mem_ent_Alpha", "mem_ent_alpha"])
 
         def entry_id(self):

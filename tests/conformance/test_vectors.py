@@ -7,11 +7,15 @@ import pytest
 
 import powercontext as pc
 from powercontext import analyzer
-from powercontext.embedding import EmbeddingResult, minilm_path, SentenceTransformerEmbedding
+from powercontext.canonical import SequentialIds
+from powercontext.embedding import (
+    EmbeddingResult,
+    SentenceTransformerEmbedding,
+    minilm_path,
+)
 from powercontext.errors import EmbeddingUnavailableError, InvalidEmbeddingError
 from powercontext.memory.admission import AdmissionPolicy
 
-from ..conftest import ReadableIds
 from ..support import counts, sql
 
 E = pc.MemoryEntryInput
@@ -63,7 +67,7 @@ class CorruptingEmbedding(OutageEmbedding):
 
 @pytest.fixture
 async def vsvc(open_service, minilm):
-    return await open_service(embedding=minilm, ids=ReadableIds())
+    return await open_service(embedding=minilm, ids=SequentialIds())
 
 
 @pytest.fixture
@@ -125,7 +129,7 @@ async def test_revising_an_entry_re_embeds_it(vsvc, docs, minilm):
 
 async def test_model_outage_commits_fts_only_until_rebuild(open_service, minilm):
     model = OutageEmbedding(minilm)
-    svc = await open_service(embedding=model, ids=ReadableIds())
+    svc = await open_service(embedding=model, ids=SequentialIds())
     rev = await svc.remember(None, entries=tuple(E("fact", d) for d in DOCS[:3]))
     model.down = True
     rev2 = await svc.remember(rev, entries=(E("fact", DOCS[3]),))
@@ -165,7 +169,7 @@ async def test_deactivation_removes_the_whole_projection_and_reactivation_restor
     ids=["wrong-dimension", "nan", "empty", "not-unit"],
 )
 async def test_bad_vectors_are_refused_and_nothing_is_written(open_service, minilm, corrupt):
-    svc = await open_service(embedding=minilm, ids=ReadableIds())
+    svc = await open_service(embedding=minilm, ids=SequentialIds())
     rev = await svc.remember(None, entries=(E("fact", DOCS[0]),))
     svc.embedding = CorruptingEmbedding(minilm, corrupt)
     before = await counts(svc)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from powercontext.eval.datasets import load
 from powercontext.eval.embedcache import CachingEmbedding, profile_key
-from powercontext.eval.loader import CorpusIds, LoadError, load_corpus
+from powercontext.eval.loader import LoadError, load_corpus
+
+from powercontext.canonical import SequentialIds
 from powercontext.model import EmbeddingProfile
 
 from .fakes import ENTRIES, QRELS, QUERIES, HashEmbedding, write_corpus
@@ -20,7 +21,7 @@ def tiny(tmp_path):
 
 
 async def test_load_writes_history_forgets_inactive_and_maps_ids(open_service, tiny):
-    svc = await open_service(ids=CorpusIds("tny"))
+    svc = await open_service(ids=SequentialIds("tny"))
     loaded = await load_corpus(svc, tiny)
     assert set(loaded.entry_ids) == {e["id"] for e in ENTRIES}
     # batched: repo = create + 2 history depths + forget, user = create + forget
@@ -42,7 +43,7 @@ async def test_load_writes_history_forgets_inactive_and_maps_ids(open_service, t
 async def test_identical_first_texts_are_refused_not_silently_merged(open_service, tmp_path):
     twin = dict(ENTRIES[2], id="tny-0099")
     corpus = load(write_corpus(tmp_path / "twin", entries=[*ENTRIES, twin], queries=QUERIES, qrels=QRELS))
-    svc = await open_service(ids=CorpusIds("tny"))
+    svc = await open_service(ids=SequentialIds("tny"))
     with pytest.raises(LoadError, match="tny-0003 and tny-0099"):
         await load_corpus(svc, corpus)
 
@@ -83,7 +84,7 @@ async def test_a_service_on_the_cache_embeds_nothing_twice_across_backends(open_
     await cache.prefetch(corpus_texts([tiny]))
     embedded = model.texts
     for _ in range(2):  # the same corpus into two fresh databases
-        svc = await open_service(embedding=cache, ids=CorpusIds("tny"))
+        svc = await open_service(embedding=cache, ids=SequentialIds("tny"))
         loaded = await load_corpus(svc, tiny)
         for q in tiny.queries:
             await svc.search(q.text, loaded.refs(q.memories), mode="hybrid")

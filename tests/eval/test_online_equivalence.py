@@ -15,13 +15,19 @@ import random
 from pathlib import Path
 
 import pandas as pd
-
 from powercontext.eval.datasets import load
-from powercontext.eval.loader import CorpusIds, load_corpus
-from powercontext.eval.retrieval import CANDIDATE_COLUMNS, QUERY_COLUMNS, read_cache, retrieve_corpus, write_cache
+from powercontext.eval.loader import load_corpus
+from powercontext.eval.retrieval import (
+    CANDIDATE_COLUMNS,
+    QUERY_COLUMNS,
+    read_cache,
+    retrieve_corpus,
+    write_cache,
+)
 from powercontext.eval.sweep import INITIAL, Replay
-from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
+from powercontext.canonical import SequentialIds
+from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 MODES = ("fts", "vector", "hybrid")
@@ -55,7 +61,7 @@ def points():
 
 async def test_sweep_points_equal_online_search(open_service, backend_name, tmp_path, minilm):
     corpus = load(DATASETS / "atlas-etl")
-    svc = await open_service(embedding=minilm, ids=CorpusIds("atl"))
+    svc = await open_service(embedding=minilm, ids=SequentialIds("atl"))
     loaded = await load_corpus(svc, corpus)
     subset = dataclasses.replace(loaded, corpus=dataclasses.replace(corpus, queries=sample_queries(corpus)))
     cand_rows, query_rows, _ = await retrieve_corpus(svc, backend_name, subset, MODES, MAX_LIMIT)
