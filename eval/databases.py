@@ -12,9 +12,10 @@ import re
 import secrets
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse, urlunparse
+from urllib.parse import urlparse
 
 import powercontext as pc
+from powercontext.backends.seekdb import database_url, drop_database
 from powercontext.errors import BackendUnavailableError
 
 __all__ = ["BACKENDS", "Databases", "EvalError"]
@@ -71,16 +72,7 @@ class Databases:
         con.close()
 
     def _drop(self, database: str) -> None:
-        import pymysql
-
-        p = urlparse(self.server_url())
-        con = pymysql.connect(host=p.hostname, port=p.port, user=p.username or "root", password=p.password or "",
-                              autocommit=True, connect_timeout=5)
-        try:
-            with con.cursor() as cur:
-                cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-        finally:
-            con.close()
+        drop_database(self.server_url(), database)
 
     # ------------------------------------------------------------------ databases
 
@@ -96,7 +88,7 @@ class Databases:
             database = f"pc_eval_{slug}_{self.token}"[:64]
             self._drop(database)
             self._created.append(database)
-            return urlunparse(urlparse(self.server_url())._replace(path="/" + database))
+            return database_url(self.server_url(), database)
         raise EvalError(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}")
 
     async def open(self, backend: str, corpus: str, embedding: Any = None, ids: Any = None):

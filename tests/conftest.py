@@ -4,11 +4,11 @@ project supports, so each conformance test runs against all of them."""
 from __future__ import annotations
 
 import uuid
-from urllib.parse import urlparse, urlunparse
 
 import pytest
 
 import powercontext as pc
+from powercontext.backends.seekdb import database_url, drop_database
 from powercontext.canonical import SequentialIds
 
 BACKENDS = ["sqlite", "oceanbase"]
@@ -47,20 +47,6 @@ def oceanbase_url(tmp_path_factory):
         server.stop()
 
 
-def database_url(server_url: str, database: str) -> str:
-    return urlunparse(urlparse(server_url)._replace(path="/" + database))
-
-
-def drop_database(server_url: str, database: str) -> None:
-    import pymysql
-
-    p = urlparse(server_url)
-    con = pymysql.connect(host=p.hostname, port=p.port, user=p.username or "root", password=p.password or "", autocommit=True)
-    try:
-        with con.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
-    finally:
-        con.close()
 
 
 @pytest.fixture

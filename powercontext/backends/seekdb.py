@@ -61,6 +61,8 @@ __all__ = [
     "seekdb_binary",
     "oceanbase_url",
     "oceanbase_url_from_env",
+    "database_url",
+    "drop_database",
     "ensure_server",
     "main",
 ]
@@ -118,6 +120,30 @@ def seekdb_binary() -> Path:
 def oceanbase_url(host: str, port: int, database: str = "") -> str:
     """``oceanbase://root@HOST:PORT/DATABASE`` (database may be empty)."""
     return f"oceanbase://root@{host}:{port}/{database}"
+
+
+def database_url(server_url: str, database: str) -> str:
+    """``server_url`` (any path) pointed at ``database``."""
+    from urllib.parse import urlparse, urlunparse
+
+    return urlunparse(urlparse(server_url)._replace(path="/" + database))
+
+
+def drop_database(server_url: str, database: str) -> None:
+    """``DROP DATABASE IF EXISTS`` on the server of ``server_url`` (tests and the
+    harness create one database per run and clean up after themselves)."""
+    from urllib.parse import urlparse
+
+    import pymysql
+
+    p = urlparse(server_url)
+    con = pymysql.connect(host=p.hostname, port=p.port or 2881, user=p.username or "root",
+                          password=p.password or "", autocommit=True, connect_timeout=5)
+    try:
+        with con.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+    finally:
+        con.close()
 
 
 def oceanbase_url_from_env() -> str | None:

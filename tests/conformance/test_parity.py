@@ -14,7 +14,7 @@ import pytest
 import powercontext as pc
 from powercontext.canonical import SequentialIds
 
-from ..conftest import database_url, drop_database
+from powercontext.backends.seekdb import database_url, drop_database
 from .scenario import revision_one, user_correction
 
 QUERIES = [

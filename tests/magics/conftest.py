@@ -8,7 +8,7 @@ import uuid
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
-from ..conftest import database_url, drop_database
+from powercontext.backends.seekdb import database_url, drop_database
 
 EXTENSION = "powercontext.magics"
 PINNED = ("fts_min_terms = 2", "fts_min_coverage = 0.25", "vector_min_cosine = 0.3")
