@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import math
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from powercontext.loop import default_runner
 from powercontext.memory import admission
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
@@ -77,25 +77,13 @@ def resolve_datasets(datasets: Any = None, root: str | Path = "datasets") -> lis
 
 
 def _sync(coro):
-    """Run a coroutine to completion, also from inside a running event loop."""
+    """Run a coroutine to completion, also from inside a running event loop (a
+    notebook): there it goes to the shared private loop of ``powercontext.loop``."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    box: dict[str, Any] = {}
-
-    def target():
-        try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # re-raised in the caller's thread
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name="powercontext-eval")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    return default_runner().run(coro)
 
 
 @dataclass

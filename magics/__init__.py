@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from .errors import PcMemUserError
-from .loop import LoopRunner, default_runner
+from powercontext.loop import LoopRunner, default_runner
 from .magic import PcMem
 from .session import Session
 

@@ -10,7 +10,7 @@ from urllib.parse import urlparse, urlunparse
 import powercontext as pc
 
 from .errors import PcMemUserError
-from .loop import LoopRunner, default_runner
+from powercontext.loop import LoopRunner, default_runner
 
 __all__ = ["Session", "redact", "with_database"]
 

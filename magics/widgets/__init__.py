@@ -1,7 +1,7 @@
 """ipywidgets for the workbench (powercontext.magics.widgets).
 
 Each widget takes a MemoryService and, optionally, the private-loop runner
-(``powercontext.magics.loop.default_runner()`` by default); inside a notebook use the
+(``powercontext.loop.default_runner()`` by default); inside a notebook use the
 service the magics opened: ``ManifestInspector(current_service(), "mem_art_…")`` or
 ``%pcmem inspect manifest REF``.
 """

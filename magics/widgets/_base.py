@@ -2,7 +2,7 @@
 
 Widget callbacks run in the kernel thread, whose event loop is busy running the
 kernel; the service's coroutines therefore run on the private loop of
-``powercontext.magics.loop`` and the callback waits for them, exactly like a magic.
+``powercontext.loop`` and the callback waits for them, exactly like a magic.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import ipywidgets as widgets
 
 from ..display import esc
 from ..errors import user_message
-from ..loop import LoopRunner, default_runner
+from powercontext.loop import LoopRunner, default_runner
 
 T = TypeVar("T")
 

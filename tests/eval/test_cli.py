@@ -162,3 +162,17 @@ def test_every_subcommand_and_api_function_is_documented():
         assert f"python -m powercontext.eval {command}" in cli.__doc__, command
     for name in ("sweep", "summary", "run", "analyse"):
         assert name in harness.__all__ and f"harness.{name}" in harness.__doc__ + package.__doc__.replace("``", ""), name
+
+
+async def test_sync_api_works_inside_a_running_event_loop():
+    import asyncio
+
+    from powercontext.eval.harness import _sync
+    from powercontext.loop import default_runner
+
+    async def where():
+        await asyncio.sleep(0)
+        return asyncio.get_running_loop()
+
+    loop = _sync(where())  # we are inside pytest-asyncio's loop: must not asyncio.run here
+    assert loop is not asyncio.get_running_loop() and loop is default_runner().loop

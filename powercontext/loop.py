@@ -1,5 +1,5 @@
 """A private asyncio event loop on a daemon thread, for calling the async service
-from synchronous code (magics, widget callbacks).
+from synchronous code (magics, widget callbacks, the harness's sync API).
 
 Inside Jupyter the kernel thread already runs an event loop, so ``asyncio.run`` (or
 ``loop.run_until_complete``) there fails with "event loop is already running". The
@@ -28,7 +28,7 @@ T = TypeVar("T")
 class LoopRunner:
     """Runs coroutines on one private event loop living in a daemon thread."""
 
-    def __init__(self, name: str = "powercontext-magics-loop") -> None:
+    def __init__(self, name: str = "powercontext-loop") -> None:
         self.name = name
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -90,5 +90,5 @@ _DEFAULT = LoopRunner()
 
 
 def default_runner() -> LoopRunner:
-    """The process-wide runner shared by the magics and the widgets."""
+    """The process-wide runner shared by the magics, the widgets and the harness."""
     return _DEFAULT
