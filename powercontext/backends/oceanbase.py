@@ -203,19 +203,13 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             cur.close()
 
     def _close_sync(self) -> None:
+        # Each worker thread owns a connection; all are listed here, so one call (on
+        # any worker) closes every one of them.
         with self._connections_lock:
             for con in self._connections:
                 with contextlib.suppress(Exception):
                     con.close()
             self._connections.clear()
-
-    async def close(self) -> None:
-        # Connections belong to worker threads; close them all from one place.
-        if self._closed:
-            return
-        self._close_sync()
-        self._closed = True
-        self._executor.shutdown(wait=True)
 
     def _rows(self, tx, sql, params=()):
         # The portable statements use "?"; pymysql's paramstyle is "%s".

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 import json
 
-from .. import canonical
-from ..errors import (
-    InvalidMemoryRequestError,
-)
+from .. import analyzer, canonical
+from ..errors import BackendUnavailableError, InvalidMemoryRequestError
 from ..model import (
     ArtifactRef,
     MemoryEntryVersion,
@@ -99,9 +97,6 @@ def schema_records(stored: dict[str, str], where: str) -> list[tuple[str, str]]:
 
     A database whose full-text projection was built by another analyzer version is
     refused: its stored tokens would not match today's query terms."""
-    from .. import analyzer
-    from ..errors import BackendUnavailableError
-
     if not stored:
         return [("schema_version", SCHEMA_VERSION), ("analyzer", analyzer.ANALYZER_VERSION)]
     if stored.get("analyzer") != analyzer.ANALYZER_VERSION:
