@@ -95,6 +95,11 @@ def tokens(text: str) -> list[str]:
     cjk: list[str] = []
 
     def flush_word() -> None:
+        # A combining mark with no base in its word (it followed a separator) is dropped:
+        # in stored text it would follow a space, whose Latin-base folding removes it, so
+        # keeping it here would make a second analysis differ from the first.
+        while word and unicodedata.category(word[0])[0] == "M":
+            word.pop(0)
         if word:
             for token in _split_word("".join(word)):
                 if token not in STOPWORDS and len(token) <= MAX_TOKEN_CHARS:
