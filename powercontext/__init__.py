@@ -14,6 +14,7 @@ from .errors import (
     InvalidMemoryRequestError,
     InvalidRuntimeRequestError,
     MemoryEntryNotFoundError,
+    PatchMatchError,
     PowerContextError,
     RevisionConflictError,
     SourceConflictError,
@@ -41,6 +42,6 @@ __all__ = [
     "CapabilityNotSupportedError", "ContentSource", "EmbeddingProfile", "InvalidCitationError",
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MemoryChange", "MemoryCitation",
     "MemoryEntryInput", "MemoryEntryNotFoundError", "MemoryEntryVersion", "MemoryHit",
-    "MemoryRevision", "MemorySearchResult", "MemoryService", "PowerContextError",
+    "MemoryRevision", "MemorySearchResult", "MemoryService", "PatchMatchError", "PowerContextError",
     "RevisionConflictError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
 ]

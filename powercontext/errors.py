@@ -66,3 +66,13 @@ class EmbeddingUnavailableError(PowerContextError):
 class InvalidEmbeddingError(PowerContextError, ValueError):
     """An embedding result was empty, had the wrong dimension, contained NaN/Infinity,
     was not unit-normalized, or came from another profile. Nothing was written."""
+
+
+class PatchMatchError(InvalidMemoryRequestError):
+    """A patch's ``old_string`` must occur exactly once in the entry's text;
+    ``count`` says how often it did (0: absent, more than 1: ambiguous). The entry is
+    left byte-identical: ambiguity is never resolved by picking one occurrence."""
+
+    def __init__(self, message: str, count: int) -> None:
+        super().__init__(message)
+        self.count = count

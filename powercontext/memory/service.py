@@ -46,7 +46,7 @@ from ..model import (
     entry_content,
     sorted_refs,
 )
-from . import admission
+from . import admission, patching
 from .admission import AdmissionPolicy
 from .candidates import DefaultCandidatePipeline
 
@@ -285,6 +285,18 @@ class MemoryService:
         if not changes:
             return base
         return await self._commit(artifact_id, base, items, changes, versions, op_sources, op_artifacts)
+
+    async def patch(
+        self, memory: Any, entry: Any, old_string: str, new_string: str, reason: str | None = None,
+        *, sources: Sequence[Source] = (), artifacts: Sequence[Any] = (),
+    ) -> MemoryRevision:
+        """Revise an active entry by replacing the one occurrence of ``old_string``
+        through the ``remember`` path (rules and refusals: memory/patching.py)."""
+        base = await self._base(memory)
+        current = await self.entry(base, patching.patch_target(base, entry))
+        candidate = patching.patch_candidate(current, old_string, new_string, reason, sources, artifacts)
+        op_sources, op_artifacts = self._evidence(sources, artifacts)
+        return await self._commit_entries(base, (candidate,), op_sources, op_artifacts)
 
     async def _predecessors(self, base: MemoryRevision, entry_ids: list[str]) -> dict[str, MemoryEntryVersion]:
         known = [e for e in dict.fromkeys(entry_ids) if base.manifest.get(e) is not None]
