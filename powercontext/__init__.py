@@ -20,6 +20,14 @@ from .errors import (
     SourceConflictError,
     SourceNotFoundError,
 )
+from .evidence import (
+    AgentTurnSource,
+    GitChangeSource,
+    StructuredEntry,
+    StructuredSource,
+    TaskOutcomeSource,
+    Verification,
+)
 from .memory.admission import AdmissionPolicy
 from .memory.service import MemoryService
 from .model import (
@@ -44,4 +52,5 @@ __all__ = [
     "MemoryEntryInput", "MemoryEntryNotFoundError", "MemoryEntryVersion", "MemoryHit",
     "MemoryRevision", "MemorySearchResult", "MemoryService", "PatchMatchError", "PowerContextError",
     "RevisionConflictError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
+    "AgentTurnSource", "GitChangeSource", "StructuredEntry", "StructuredSource", "TaskOutcomeSource", "Verification",
 ]

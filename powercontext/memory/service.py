@@ -75,8 +75,11 @@ class SourceStore:
         self._backend = backend
 
     async def persist(self, source: ContentSource) -> Source:
-        """Persist a Source. The same payload twice is idempotent; the same name with
-        a different payload raises SourceConflictError."""
+        """Persist a Source (a ContentSource or a typed one from powercontext.evidence).
+        The same payload twice is idempotent; the same name with a different payload
+        raises SourceConflictError."""
+        if hasattr(source, "to_content_source"):
+            source = source.to_content_source()
         return await self._backend.persist_source(source)
 
     async def get(self, name: str) -> Source:
@@ -97,10 +100,10 @@ class MemoryService:
         self.embedding = embedding
         # The model-free DefaultCandidatePipeline serves mode="extract" unless the
         # caller configures another one, or None to refuse extraction.
-        self.pipeline = DefaultCandidatePipeline() if pipeline == "default" else pipeline
+        self.sources = SourceStore(backend)
+        self.pipeline = DefaultCandidatePipeline(sources=self.sources) if pipeline == "default" else pipeline
         self.ids = ids or IdMinter()
         self.policy = policy or AdmissionPolicy()
-        self.sources = SourceStore(backend)
 
     # ------------------------------------------------------------------ reads
 
