@@ -46,7 +46,7 @@ from ..model import (
     entry_content,
     sorted_refs,
 )
-from . import admission, patching
+from . import admission, context, patching
 from .admission import AdmissionPolicy
 from .candidates import DefaultCandidatePipeline
 
@@ -499,6 +499,11 @@ class MemoryService:
         probe = MemoryCitation(ref, entry_id, entry_version_id, None)  # type: ignore[arg-type]
         (version,) = await self.backend.expand((probe,))
         return MemoryCitation(ref, entry_id, entry_version_id, version.entry_content_hash)
+
+    async def render_context(self, items: Any, budget_chars: int = context.DEFAULT_BUDGET_CHARS) -> context.AgentContext:
+        """The text block an agent is given for these hits or citations: validated,
+        framed as untrusted memory, within ``budget_chars`` (memory/context.py)."""
+        return await context.render(self, items, budget_chars)
 
     # ------------------------------------------------------------------ search
 
