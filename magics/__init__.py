@@ -11,6 +11,7 @@ Subcommands (``%pcmem help``; ``%pcmem NAME --help`` for one):
 * ``memories`` — every Memory with its head Revision and entry counts
 * ``remember`` [--memory REF] --kind KIND "text" (cell form: one entry per paragraph;
   --entry ENTRY_ID revises) / ``forget`` and ``reactivate`` ENTRY_ID… --reason R
+* ``patch`` ENTRY_ID --old "fragment" --new "replacement" — replace one unique fragment
 * ``manifest`` REF[@REV] [--diff] / ``lineage`` ENTRY_ID / ``changes`` REF --since N
 * ``search`` "query" [--memory REF…] [--mode fts|vector|hybrid|auto] [--limit N]
   [--explain] [--fts-min-terms N --fts-min-coverage X --vector-min-cosine X]

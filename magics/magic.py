@@ -210,6 +210,20 @@ class PcMem(Magics):
             print(f"unchanged: {revision.ref} already holds exactly that")
         return revision
 
+    @magic_arguments()
+    @subcommand("patch")
+    @argument("entry", metavar="ENTRY_ID", help="entry id (or unambiguous prefix)")
+    @argument("--old", required=True, help="the exact fragment to replace; it must occur exactly once")
+    @argument("--new", required=True, help="its replacement (\"\" deletes the fragment)")
+    @argument("--memory", "-m", default=None, metavar="REF", help="the Memory (default: search every Memory)")
+    @argument("--source", action="append", default=[], metavar="NAME", help="persisted Source to cite as evidence")
+    @argument("--reason", default=None, help="reason recorded after the patch's offset and length delta")
+    @output
+    def _patch(self, args, cell):
+        """Revise an entry by replacing one unique fragment; returns the new Revision."""
+        return self.run(writes.patch(self.svc, args.entry, args.old, args.new, memory=args.memory,
+                                     sources=args.source, reason=args.reason))
+
     def _set_state(self, op: str, args):
         revision, changed = self.run(writes.set_state(self.svc, op, args.entries, memory=args.memory, reason=args.reason))
         if not changed:

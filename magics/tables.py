@@ -11,6 +11,7 @@ from typing import Iterable, Mapping, Sequence
 import pandas as pd
 
 from powercontext import MemoryEntryVersion, MemoryRevision, MemorySearchResult
+from powercontext.memory.patching import parse_patch_reason
 from powercontext.model import AdmissionDecision, MemoryManifest, MemoryRevisionChanges
 
 __all__ = [
@@ -129,12 +130,13 @@ def lineage_frame(
                 continue
             version_id = change.to_entry_version_id or change.from_entry_version_id
             v = by_id.get(version_id)
+            patch = parse_patch_reason(change.reason) if change.op == "revise" else None
             rows.append({
                 "revision": step.memory_ref.revision,
-                "op": change.op,
+                "op": "patch" if patch else change.op,  # a revise whose reason records a patch
                 "version": v.version if v else None,
                 "state": "inactive" if change.op == "deactivate" else "active",
-                "reason": change.reason or "",
+                "reason": patch.describe() if patch else change.reason or "",
                 "kind": v.kind if v else "",
                 "text": preview(v.text if v else "", width),
                 "evidence": evidence(v) if v else "",

@@ -1,4 +1,4 @@
-"""Async write operations behind ``remember``, ``forget`` and ``reactivate``.
+"""Async write operations behind ``remember``, ``patch``, ``forget`` and ``reactivate``.
 
 A REF without ``@rev`` writes on the current head; with ``@rev`` it writes on exactly
 that Revision, so a stale ``@rev`` is refused (RevisionConflictError) like in the API.
@@ -14,7 +14,7 @@ from powercontext import MemoryEntryInput, MemoryRevision
 from .errors import PcMemUserError
 from .refs import locate_entry, resolve_memory
 
-__all__ = ["paragraphs", "remember", "set_state"]
+__all__ = ["paragraphs", "patch", "remember", "set_state"]
 
 
 def paragraphs(text: str) -> list[str]:
@@ -73,3 +73,13 @@ async def set_state(
     call = svc.forget if op == "forget" else svc.reactivate
     revision = await call(base, versions, reason=reason)
     return revision, revision.ref != base.ref
+
+
+async def patch(
+    svc, entry: str, old: str, new: str, *, memory: Any = None, sources: Sequence[str] = (), reason: str | None = None,
+) -> MemoryRevision:
+    """Replace the one occurrence of ``old`` in the entry's current text by ``new``
+    (on the head, or exactly on ``memory``'s ``@rev``)."""
+    where = await locate_entry(svc, entry, [memory] if memory is not None else ())
+    evidence = await _sources(svc, sources)
+    return await svc.patch(where.revision, where.entry_id, old, new, reason=reason, sources=evidence)

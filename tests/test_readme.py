@@ -42,3 +42,11 @@ def test_every_magic_subcommand_is_in_the_readme():
     text = README.read_text()
     missing = [name for name in PcMem(shell=None).commands if f"%pcmem {name}" not in text]
     assert not missing, missing
+
+
+def test_readme_patch_and_agent_view_block_runs(tmp_path):
+    (block,) = [b for b in python_blocks() if "svc.patch(" in b]
+    done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("patch offset=26 length=9 delta=+0: vite moved\n<untrusted-memory>\n")
+    assert "port 5174; the API is proxied under /api." in done.stdout

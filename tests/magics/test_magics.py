@@ -167,7 +167,7 @@ def test_help_lists_every_subcommand_and_the_package_docs_name_them(shell, capsy
     out = capsys.readouterr().out
     commands = sorted(magics.current_magics(shell).commands)
     assert commands == sorted(
-        ["open", "close", "status", "memories", "remember", "forget", "reactivate", "manifest",
+        ["open", "close", "status", "memories", "remember", "patch", "forget", "reactivate", "manifest",
          "lineage", "changes", "search", "eval", "inspect"]
     )
     for name in commands:
