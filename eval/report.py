@@ -1,14 +1,19 @@
 """The run folder: tidy CSV tables, ``summary.json`` and a self-contained
-``report.html`` (plots embedded as PNG data URIs), plus the console summary."""
+``report.html`` (plots embedded as PNG data URIs), plus the console summary.
+
+report.html opens with what a reader came for: the recommended thresholds, what they
+cost on the held-out test split (with CIs) and the precision/false-admission frontier.
+A table of contents follows; every table scrolls sideways inside the page width, long
+tables are folded into ``<details>``, p-values print as ``<1e-4`` below the tests'
+resolution. Sections are built by the functions in ``SECTIONS``, in order."""
 
 from __future__ import annotations
 
-import base64
 import datetime as _dt
 import html
-import io
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +21,10 @@ import numpy as np
 import pandas as pd
 
 from . import metrics as M
-from .sweep import INITIAL, MODE_CHANNELS
+from .plots import Png, plot_frontier, plot_limits, plot_thresholds
+from .sweep import INITIAL
 
-__all__ = ["default_out", "format_summary", "write_run"]
+__all__ = ["SECTIONS", "Section", "default_out", "fmt_p", "format_summary", "render_html", "table", "write_run"]
 
 MODE_ORDER = ("fts", "vector", "hybrid")
 
@@ -127,135 +133,261 @@ def write_run(result: Any, out: str | Path) -> Path:
     return out
 
 
-# ---------------------------------------------------------------------------- plots
+# ---------------------------------------------------------------------------- html building blocks
 
 
-def _figure(**kwargs):
-    """A pyplot-free Figure: the report never touches the global backend, so inline
-    plots in a notebook that runs the harness keep working."""
-    from matplotlib.figure import Figure
+@dataclass(frozen=True)
+class Section:
+    """One ``<h2>`` section of report.html; the table of contents lists every one."""
 
-    return Figure(**kwargs)
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
+    id: str
+    title: str
+    body: str
 
 
-def _dev(result: Any, mode: str) -> pd.DataFrame:
-    o = result.objective
-    s = result.sweep
-    return s[(s["mode"] == mode) & (s["corpus"] == "all") & (s["split"] == o.split) & (s["limit"] == o.limit)]
+#: Tables longer than this fold into a <details> that says how many rows it holds.
+COLLAPSE_ROWS = 20
 
 
-def plot_thresholds(result: Any, mode: str) -> str:
-    """nDCG@10 and false admission vs the mode's threshold, one line per backend (and
-    per fts_min_terms for fts)."""
-    o = result.objective
-    d = _dev(result, mode)
-    metrics = (o.metric, o.constraint, "empty_answer", "set_f1")
-    fig = _figure(figsize=(4.2 * len(metrics), 3.4))
-    axes = fig.subplots(1, len(metrics))
-    rec = result.recommendations.set_index("mode").loc[mode]
-    for ax, metric in zip(axes, metrics):
-        for backend, g in d.groupby("backend"):
-            style = "-" if backend == "sqlite" else "--"
-            if mode == "fts":
-                for terms, gt in g.groupby("fts_min_terms"):
-                    gt = gt.sort_values("fts_min_coverage")
-                    ax.plot(gt["fts_min_coverage"], gt[metric], style, marker=".", label=f"{backend} terms≥{int(terms)}")
-                ax.set_xlabel("fts_min_coverage")
-                ax.axvline(rec["fts_min_coverage"], color="k", lw=0.6, ls=":")
-            elif mode == "vector":
-                g = g.sort_values("vector_min_cosine")
-                ax.plot(g["vector_min_cosine"].clip(lower=-0.05), g[metric], style, marker=".", label=backend)
-                ax.set_xlabel("vector_min_cosine (−1 drawn at −0.05)")
-                ax.axvline(rec["vector_min_cosine"], color="k", lw=0.6, ls=":")
-            else:
-                fixed = g[(g["fts_min_terms"] == rec["fts_min_terms"]) & (g["fts_min_coverage"] == rec["fts_min_coverage"])]
-                fixed = fixed.sort_values("vector_min_cosine")
-                ax.plot(fixed["vector_min_cosine"].clip(lower=-0.05), fixed[metric], style, marker=".",
-                        label=f"{backend} fts at recommended")
-                ax.set_xlabel("vector_min_cosine (fts thresholds fixed)")
-                ax.axvline(rec["vector_min_cosine"], color="k", lw=0.6, ls=":")
-        ax.set_title(metric, fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"{mode}: {o.split} split, limit {o.limit} (dotted: recommended)", fontsize=11)
-    return _png(fig)
+def fmt_p(p: Any) -> str:
+    """A p-value as text: ``<1e-4`` below the resolution the tests report, else 4 decimals."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return ""
+    return "<1e-4" if p < 1e-4 else f"{p:.4f}"
 
 
-def plot_frontier(result: Any, mode: str) -> str:
-    """Every grid point as (false admission, nDCG@10), the Pareto frontier, and the
-    chosen, initial and no-admission points."""
-    o = result.objective
-    d = _dev(result, mode)
-    fig = _figure(figsize=(6.4, 4.4))
-    ax = fig.subplots()
-    colors = {"sqlite": "tab:blue", "oceanbase": "tab:orange"}
-    for backend, g in d.groupby("backend"):
-        ax.scatter(g[o.constraint], g[o.metric], s=8, alpha=0.35, color=colors.get(backend), label=f"{backend} grid")
-        pts = g.sort_values([o.constraint, o.metric], ascending=[True, False])
-        best, fx, fy = -np.inf, [], []
-        for x, y in zip(pts[o.constraint], pts[o.metric]):
-            if y > best:
-                best = y
-                fx.append(x)
-                fy.append(y)
-        ax.step(fx, fy, where="post", color=colors.get(backend), lw=1)
-    named = result.summary[(result.summary["mode"] == mode) & (result.summary["split"] == o.split)]
-    markers = {"recommended": ("*", 220), "initial": ("s", 60), "no-admission": ("X", 70), "joint": ("D", 50)}
-    for _, r in named.iterrows():
-        if r["policy"] in markers:
-            marker, size = markers[r["policy"]]
-            ax.scatter(r[o.constraint], r[o.metric], marker=marker, s=size, edgecolor="k",
-                       color=colors.get(r["backend"]), label=f"{r['policy']} ({r['backend']})", zorder=5)
-    ax.axvline(o.bound, color="red", lw=0.8, ls="--", label=f"bound {o.bound:g}")
-    ax.set_xlabel(f"{o.constraint} ({o.split})")
-    ax.set_ylabel(f"{o.metric} ({o.split})")
-    ax.set_title(f"{mode}: precision / false-admission frontier, limit {o.limit}")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
-    return _png(fig)
+def details(summary: str, body: str) -> str:
+    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
 
 
-def plot_limits(result: Any, mode: str) -> str:
-    o = result.objective
-    s = result.sweep
-    rec = result.recommendations.set_index("mode").loc[mode]
-    d = s[(s["mode"] == mode) & (s["corpus"] == "all") & (s["split"] == o.split)]
-    for col, ch in (("fts_min_terms", "fts"), ("fts_min_coverage", "fts"), ("vector_min_cosine", "vector")):
-        if ch in MODE_CHANNELS[mode]:
-            d = d[np.isclose(d[col].astype(float), float(rec[col]))]
-    fig = _figure(figsize=(8, 3))
-    axes = fig.subplots(1, 2)
-    for ax, metric in zip(axes, (o.metric, "recall@10")):
-        for backend, g in d.groupby("backend"):
-            g = g.sort_values("limit")
-            ax.plot(g["limit"], g[metric], marker="o", label=backend)
-        ax.set_xlabel("limit")
-        ax.set_title(metric, fontsize=10)
-        ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"{mode}: recommended policy vs limit ({o.split})", fontsize=10)
-    return _png(fig)
-
-
-# ---------------------------------------------------------------------------- html
-
-
-def _table(df: pd.DataFrame, digits: int = 3) -> str:
+def table(df: pd.DataFrame | None, digits: int = 3, *, p_columns: tuple[str, ...] = ("p_value",),
+          collapse: int | None = COLLAPSE_ROWS, what: str = "rows") -> str:
+    """An escaped table in a box that scrolls sideways instead of widening the page;
+    longer than ``collapse`` rows, it is folded (``what`` names the rows)."""
     if df is None or df.empty:
         return "<p><em>none</em></p>"
     df = df.copy()
     for col in df.columns:
-        if df[col].dtype.kind == "f":
+        if col in p_columns:
+            df[col] = df[col].map(fmt_p)
+        elif df[col].dtype.kind == "f":
             df[col] = df[col].map(lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
         elif df[col].map(lambda v: isinstance(v, (tuple, list))).any():
-            df[col] = df[col].map(lambda v: " ".join(map(str, v)))
-    return df.to_html(index=False, escape=True, border=0, classes="t")
+            df[col] = df[col].map(lambda v: " ".join(map(str, v)) if isinstance(v, (tuple, list)) else v)
+    body = f"<div class='scroll'>{df.to_html(index=False, escape=True, border=0, classes='t', na_rep='')}</div>"
+    if collapse is not None and len(df) > collapse:
+        return details(f"{len(df)} {what} (click to show)", body)
+    return body
+
+
+def key_values(values: dict[str, Any]) -> str:
+    """A two-column table for a small mapping (never a raw dict dump)."""
+    frame = pd.DataFrame({"field": list(values), "value": [_plain(v) for v in values.values()]})
+    return table(frame, collapse=None)
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) >= 0.01 or v == 0 else f"{v:.2e}"
+    return str(v)
+
+
+def _image(plot: Png, alt: str) -> str:
+    return f"<img src='{plot.uri}' width='{plot.width}' alt='{html.escape(alt, quote=True)}'>"
+
+
+def _estimate(row: pd.Series, metric: str) -> str:
+    """``0.350 [0.296, 0.404]`` from a summary row (value and its bootstrap CI)."""
+    value = row.get(metric)
+    if value is None or pd.isna(value):
+        return ""
+    ci = row.get(f"{metric}_ci") or ""
+    return f"{value:.3f} {ci}".strip()
+
+
+# ---------------------------------------------------------------------------- sections
+
+
+def _modes(result: Any) -> list[str]:
+    return [m for m in MODE_ORDER if m in result.collected.modes]
+
+
+def _policy_call(rec: pd.Series) -> str:
+    return (f"pc.AdmissionPolicy(fts_min_terms={int(rec['fts_min_terms'])}, "
+            f"fts_min_coverage={float(rec['fts_min_coverage']):g}, vector_min_cosine={float(rec['vector_min_cosine']):g})")
+
+
+def cost_table(result: Any) -> pd.DataFrame:
+    """Per mode and database on the test split: the recommended policy (and the joint
+    one where it sets that mode's thresholds differently) with CIs, beside what no
+    admission at all gives."""
+    o = result.objective
+    s = result.summary[result.summary["split"] == "test"].set_index(["mode", "backend", "policy"])
+    rows = []
+    for mode in _modes(result):
+        for backend in result.collected.backends:
+            if (mode, backend, "recommended") not in s.index:
+                continue
+            rec = s.loc[(mode, backend, "recommended")]
+            policies = [("recommended", rec)]
+            if (mode, backend, "joint") in s.index and s.loc[(mode, backend, "joint"), "label"] != rec["label"]:
+                policies.append(("joint", s.loc[(mode, backend, "joint")]))
+            none = s.loc[(mode, backend, "no-admission")] if (mode, backend, "no-admission") in s.index else None
+            for policy, r in policies:
+                rows.append({
+                    "mode": mode, "database": backend, "policy": policy, "thresholds": r["label"],
+                    f"{o.metric} [95% CI]": _estimate(r, o.metric),
+                    "recall@10": r.get("recall@10"),
+                    "false adm. [95% CI]": _estimate(r, "false_admission"),
+                    "empty": r.get("empty_answer"),
+                    "hits/q": r.get("hits"),
+                    "no admission: nDCG, FA": "" if none is None else f"{none[o.metric]:.3f}, {none['false_admission']:.3f}",
+                })
+    return pd.DataFrame(rows)
+
+
+def section_recommendation(result: Any) -> Section:
+    """The first screen: what to set, what it costs on the test split, the frontier."""
+    o = result.objective
+    recs = result.recommendations.set_index("mode")
+    parts = []
+    if "joint" in recs.index:
+        joint = recs.loc["joint"]
+        flag = "" if joint["feasible"] else (" <b>No policy met the bound on every mode:</b> this is the one with the "
+                                             "lowest false admission.")
+        parts.append(f"<p class='verdict'>Set <code>{html.escape(_policy_call(joint))}</code> — one policy for every "
+                     f"mode, chosen on the {o.split} split.{flag}</p>")
+    parts.append(f"<h3>What it costs (held-out test split, limit {o.limit})</h3>")
+    parts.append(table(cost_table(result), collapse=None))
+    parts.append("<p class='muted'>Each mode's recommended thresholds (and the joint default where it sets them "
+                 "differently) with 95 % bootstrap CIs, beside the same mode with no admission. Admission trades some "
+                 "recall (a lower nDCG@10) for answering nothing when nothing is relevant (a lower false admission). "
+                 "<i>empty</i>: share of unanswerable queries answered with nothing; <i>hits/q</i>: mean hits per "
+                 f"query; <i>nDCG, FA</i>: {html.escape(o.metric)} and false admission. Objective: "
+                 f"{html.escape(o.describe())}.</p>")
+    parts.append(_image(plot_frontier(result, _modes(result)), "nDCG vs false admission frontier per mode"))
+    return Section("recommendation", "What to set, and what it costs", "\n".join(parts))
+
+
+def section_recommendations(result: Any) -> Section:
+    recs = result.recommendations.dropna(axis=1, how="all")
+    parts = [table(recs, collapse=None),
+             "<p><code>joint</code> is the single AdmissionPolicy proposed as the library default: the same objective "
+             "averaged over the modes, with the bound holding in each. <code>objective</code> and "
+             "<code>constraint</code> are dev-split values.</p>",
+             "<h3>The choice under other bounds (dev)</h3>",
+             "<p>objective = dev value of the rule's metric (mean over backends), constraint = worst backend's dev "
+             "false admission, secondary = the other metric.</p>",
+             table(result.sensitivity, what="rules")]
+    return Section("per-mode", "Recommendations per mode", "\n".join(parts))
+
+
+def section_summary(result: Any) -> Section:
+    parts = [f"<p>Every named policy: <code>recommended</code> (per mode), <code>joint</code> (the library default), "
+             f"<code>initial</code> (the RFC's constants: terms≥{INITIAL.fts_min_terms}, "
+             f"coverage≥{INITIAL.fts_min_coverage:g}, cosine≥{INITIAL.vector_min_cosine:g}) and "
+             "<code>no-admission</code>.</p>",
+             "<h3>Test split</h3>", table(result.summary_table("test"), collapse=40, what="policies"),
+             "<h3>Dev split (where the choice was made)</h3>",
+             table(result.summary_table("dev"), collapse=0, what="policies")]
+    return Section("summary", "Every policy, test and dev", "\n".join(parts))
+
+
+def stats_overview(stats: pd.DataFrame) -> pd.DataFrame:
+    """One row per backend × mode × comparison, one column per metric: the difference
+    of the means and its p-value, e.g. ``-0.102 (p <1e-4)``."""
+    if stats is None or stats.empty:
+        return pd.DataFrame()
+    s = stats.assign(comparison=stats["a"] + " vs " + stats["b"])
+    s["cell"] = [f"{a - b:+.3f}" + (f" (p {fmt_p(p)})" if fmt_p(p) else "")
+                 for a, b, p in zip(s["mean_a"], s["mean_b"], s["p_value"])]
+    wide = s.pivot_table(index=["backend", "mode", "comparison"], columns="metric", values="cell", aggfunc="first",
+                         sort=False)
+    return wide.reset_index().rename_axis(columns=None)
+
+
+def section_stats(result: Any) -> Section:
+    parts = ["<p>Difference of the means (a − b) and its p-value on the test split. Ranking metrics: ranx paired "
+             "Student's t-test over positive queries; false admission and SetF: Fisher randomization.</p>",
+             table(stats_overview(result.stats), collapse=None),
+             table(result.stats, 4, what="tests, one per line")]
+    return Section("stats", "Statistical tests", "\n".join(parts))
+
+
+def section_thresholds(result: Any) -> Section:
+    body = "".join(f"<h3>{m}</h3>{_image(plot_thresholds(result, m), f'{m}: metrics vs threshold')}"
+                   for m in _modes(result))
+    note = ("<p class='muted'>SQLite: solid line, filled circles; OceanBase: dashed line, hollow triangles. Where "
+            "only circles inside triangles show, the two databases measured the same value. On cosine axes "
+            "<i>none</i> is the no-admission point.</p>")
+    return Section("thresholds", "Metric vs threshold", note + body)
+
+
+def section_limits(result: Any) -> Section:
+    body = "".join(_image(plot_limits(result, m), f"{m}: recommended policy vs limit") for m in _modes(result))
+    return Section("limits", "Limit sensitivity", f"<div class='row'>{body}</div>")
+
+
+def section_breakdown(result: Any) -> Section:
+    b = result.breakdown
+    focus = b[(b["split"] == "test") & (b["policy"].isin(["recommended", "initial", "no-admission"]))]
+    cols = ["backend", "mode", "policy", "value", "queries", "ndcg@10", "recall@10", "set_f1", "false_admission",
+            "empty_answer"]
+    parts = ["<p>Recommended, initial and no admission on the test split, per query tag, language and corpus.</p>"]
+    for facet in ("tag", "lang", "corpus"):
+        parts += [f"<h3>By {facet}</h3>", table(focus[focus["facet"] == facet][cols], what=f"rows by {facet}")]
+    return Section("breakdown", "Breakdowns by tag, language and corpus", "\n".join(parts))
+
+
+def section_abstention(result: Any) -> Section:
+    a = result.abstention
+    return Section("abstention", "Abstention (nAUC)", table(a[a["split"] == "all"] if len(a) else a))
+
+
+def section_cross(result: Any) -> Section:
+    parts = []
+    if result.notes:
+        items = "<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in result.notes) + "</ul>"
+        parts.append(items if len(result.notes) <= 6 else details(f"{len(result.notes)} notes (click to show)", items))
+    cross = result.cross
+    if "deltas" in cross:
+        d = cross["deltas"]
+        parts += ["<h3>Metric deltas (OceanBase − SQLite, all queries)</h3>", table(d[d["split"] == "all"], 4, what="deltas")]
+        agg = cross["agreement"].groupby(["mode", "policy"]).agg(
+            queries=("jaccard", "size"), jaccard=("jaccard", "mean"), rbo=("rbo", "mean"),
+            same_set=("same_set", "mean"), identical=("identical", "mean")).reset_index()
+        parts += ["<h3>Agreement of admitted hits per query</h3>", table(agg)]
+        pools = cross["pools"].groupby(["mode", "channel"]).agg(
+            queries=("jaccard", "size"), same_order=("same_order", "mean"), same_set=("same_set", "mean"),
+            jaccard=("jaccard", "mean"), truncated=("truncated", "mean"), signals_equal=("signals_equal", "mean")).reset_index()
+        parts += ["<h3>Retrieved candidate pools (first pool_size(8) = 32 rows)</h3>", table(pools)]
+    if "spot_check" in cross:
+        spot = cross["spot_check"].groupby(["backend", "mode", "policy"]).agg(
+            searches=("equal", "size"), identical=("equal", "sum")).reset_index()
+        parts += ["<h3>Online spot check: svc.search vs the replay</h3>", table(spot)]
+    if "vector_recall" in cross:
+        parts += ["<h3>Vector channel recall vs exact search</h3>", table(cross["vector_recall"], 4)]
+    return Section("cross-backend", "Cross-backend comparison", "\n".join(parts) or "<p><em>one backend only</em></p>")
+
+
+def section_timing(result: Any) -> Section:
+    c = result.collected
+    parts = ["<h3>Retrieval and replay</h3>", table(result.timings),
+             "<h3>Loading the corpora</h3>", table(c.loads),
+             "<h3>Embedding</h3>", key_values(dict(c.embedding or {}))]
+    return Section("timing", "Timing", "\n".join(parts))
+
+
+def section_definitions(result: Any) -> Section:
+    return Section("definitions", "Metric definitions", _definitions())
+
+
+#: The report's sections in order; a builder returns a Section (or None to skip).
+#: Add a section by adding its builder here: the table of contents follows.
+SECTIONS = [
+    section_recommendation, section_recommendations, section_summary, section_stats, section_thresholds,
+    section_limits, section_breakdown, section_abstention, section_cross, section_timing, section_definitions,
+]
 
 
 def _definitions() -> str:
@@ -268,7 +400,8 @@ def _definitions() -> str:
                            "replays admission.admit + rrf on cached candidates; a test pins equality)."),
         ("95 % CI", "percentile bootstrap of the mean over queries (2,000 resamples, seed 0)."),
         ("p-values", "ranx.compare paired Student's t-test for nDCG@10 / MRR@10 / recall@10 (positive queries); Fisher "
-                     "randomization (10,000 sign flips) for false admission (empty-answer queries) and SetF (all)."),
+                     "randomization (10,000 sign flips) for false admission (empty-answer queries) and SetF (all). "
+                     "Shown as <1e-4 below that resolution."),
         ("nAUC", "MTEB-style normalised area under the abstention curve: abstain on the least confident queries first, "
                  "mean utility of the answered ones at abstention rates 0…0.9, scaled so a random order scores 0 and "
                  "the oracle 1. Utility = nDCG@10 without admission at limit 10 (0 for empty-answer queries)."),
@@ -283,79 +416,47 @@ def _definitions() -> str:
     return f"<dl>{items}</dl>"
 
 
-CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:2em auto;max-width:1200px;color:#222}
-h1{font-size:1.6em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}
-table.t{border-collapse:collapse;font-size:12px;margin:.5em 0}
-table.t th,table.t td{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}
-table.t th{background:#f4f4f4}
-dt{font-weight:600;margin-top:.4em}dd{margin-left:1.5em}
-.note{background:#f8f8f0;padding:.5em 1em;border-left:3px solid #cc9}
-img{max-width:100%}
+# ---------------------------------------------------------------------------- page
+
+#: The page is at most MAX_WIDTH px wide; wide tables scroll inside their own box.
+MAX_WIDTH = 1200
+CSS = f"""
+*{{box-sizing:border-box}}
+body{{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:0 auto;padding:1em 1.5em;max-width:{MAX_WIDTH}px;
+color:#222;line-height:1.4}}
+h1{{font-size:1.6em;margin:.2em 0}}h2{{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}}
+h3{{margin:1.2em 0 .4em}}
+nav.toc ol{{display:flex;flex-wrap:wrap;gap:.2em 1.4em;margin:.4em 0 1em;padding:0;list-style:none;font-size:.92em}}
+.scroll{{overflow-x:auto;max-width:100%}}
+table.t{{border-collapse:collapse;font-size:12px;margin:.5em 0;white-space:nowrap}}
+table.t th,table.t td{{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}}
+table.t th{{background:#f4f4f4;position:sticky;top:0}}
+details{{margin:.4em 0}}details>summary{{cursor:pointer;color:#0645ad}}
+dt{{font-weight:600;margin-top:.4em}}dd{{margin-left:1.5em}}
+.verdict{{font-size:1.1em;background:#eef6ee;border-left:4px solid #4a4;padding:.6em 1em}}
+.muted{{color:#555;font-size:.92em}}
+img{{max-width:100%;height:auto;display:block;margin:.5em 0}}
+.row{{display:flex;flex-wrap:wrap;gap:0 1.5em}}
 """
+
+
+def _toc(sections: list[Section]) -> str:
+    links = "".join(f"<li><a href='#{s.id}'>{html.escape(s.title)}</a></li>" for s in sections)
+    return f"<nav class='toc' aria-label='Contents'><ol>{links}</ol></nav>"
 
 
 def render_html(result: Any) -> str:
     c = result.collected
-    o = result.objective
-    modes = [m for m in MODE_ORDER if m in c.modes]
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>PowerContext admission sweep</title>"
-             f"<style>{CSS}</style></head><body>",
-             "<h1>PowerContext relevance-admission sweep</h1>",
-             f"<p>Datasets: {', '.join(f'{html.escape(x.name)} ({len(x.memories)} entries, {len(x.queries)} queries)' for x in c.corpora)}. "
-             f"Backends: {', '.join(c.backends)}. Modes: {', '.join(modes)}. Grid points: "
-             f"{', '.join(f'{m} {result.grid.size(m)}' for m in modes)}. Embedding: "
-             f"{html.escape(str(c.embedding.get('profile', 'none')))}.</p>",
-             f"<p class='note'><b>Objective.</b> {html.escape(o.describe())}. Chosen on the dev split, reported on "
-             f"test next to the initial constants (terms≥{INITIAL.fts_min_terms}, coverage≥{INITIAL.fts_min_coverage:g}, "
-             f"cosine≥{INITIAL.vector_min_cosine:g}) and no admission.</p>",
-             "<h2>Recommendations</h2>", _table(result.recommendations),
-             "<p><code>joint</code> is the single AdmissionPolicy proposed as the library default: the same objective "
-             "averaged over the modes, with the bound holding in each.</p>",
-             "<h3>The choice under other bounds (dev)</h3>",
-             "<p>objective = dev value of the rule's metric (mean over backends), constraint = worst backend's dev "
-             "false admission, secondary = the other metric.</p>", _table(result.sensitivity),
-             "<h2>Summary (test split)</h2>", _table(result.summary_table("test")),
-             "<h2>Summary (dev split)</h2>", _table(result.summary_table("dev")),
-             "<h2>Statistical tests (test split)</h2>", _table(result.stats, 4)]
-    parts.append("<h2>Metric vs threshold</h2>")
-    for mode in modes:
-        parts.append(f"<h3>{mode}</h3><img src='{plot_thresholds(result, mode)}'>")
-    parts.append("<h2>Precision / false-admission frontier</h2>")
-    for mode in modes:
-        parts.append(f"<img src='{plot_frontier(result, mode)}'>")
-    parts.append("<h2>Limit sensitivity</h2>")
-    for mode in modes:
-        parts.append(f"<img src='{plot_limits(result, mode)}'>")
-    b = result.breakdown
-    focus = b[(b["split"] == "test") & (b["policy"].isin(["recommended", "initial", "no-admission"]))]
-    cols = ["backend", "mode", "policy", "value", "queries", "ndcg@10", "recall@10", "set_f1", "false_admission", "empty_answer"]
-    for facet in ("tag", "lang", "corpus"):
-        parts += [f"<h2>Breakdown by {facet} (test split)</h2>", _table(focus[focus["facet"] == facet][cols])]
-    parts += ["<h2>Abstention (nAUC)</h2>", _table(result.abstention[result.abstention["split"] == "all"])]
-    parts.append("<h2>Cross-backend comparison</h2>")
-    if result.notes:
-        parts.append("<ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in result.notes) + "</ul>")
-    cross = result.cross
-    if "deltas" in cross:
-        d = cross["deltas"]
-        parts += ["<h3>Metric deltas (OceanBase − SQLite, all queries)</h3>", _table(d[d["split"] == "all"], 4)]
-        agg = cross["agreement"].groupby(["mode", "policy"]).agg(
-            queries=("jaccard", "size"), jaccard=("jaccard", "mean"), rbo=("rbo", "mean"),
-            same_set=("same_set", "mean"), identical=("identical", "mean")).reset_index()
-        parts += ["<h3>Agreement of admitted hits per query</h3>", _table(agg)]
-        pools = cross["pools"].groupby(["mode", "channel"]).agg(
-            queries=("jaccard", "size"), same_order=("same_order", "mean"), same_set=("same_set", "mean"),
-            jaccard=("jaccard", "mean"), truncated=("truncated", "mean"), signals_equal=("signals_equal", "mean")).reset_index()
-        parts += ["<h3>Retrieved candidate pools (first pool_size(8) = 32 rows)</h3>", _table(pools)]
-    if "spot_check" in cross:
-        spot = cross["spot_check"].groupby(["backend", "mode", "policy"]).agg(
-            searches=("equal", "size"), identical=("equal", "sum")).reset_index()
-        parts += ["<h3>Online spot check: svc.search vs the replay</h3>", _table(spot)]
-    if "vector_recall" in cross:
-        parts += ["<h3>Vector channel recall vs exact search</h3>", _table(cross["vector_recall"], 4)]
-    t = result.timings
-    parts += ["<h2>Timing</h2>", _table(t), _table(c.loads),
-              f"<p>Embedding: {html.escape(json.dumps(c.embedding, default=str))}</p>",
-              "<h2>Metric definitions</h2>", _definitions(), "</body></html>"]
-    return "\n".join(parts)
+    modes = _modes(result)
+    sections = [s for s in (build(result) for build in SECTIONS) if s is not None]
+    header = (f"<p class='muted'>Corpora: {', '.join(f'{html.escape(x.name)} ({len(x.memories)} entries, {len(x.queries)} queries)' for x in c.corpora)}"
+              f" · databases: {', '.join(c.backends)} · modes: {', '.join(modes)} · grid points: "
+              f"{', '.join(f'{m} {result.grid.size(m)}' for m in modes)} · embedding: "
+              f"{html.escape(str((c.embedding or {}).get('profile', 'none')))}</p>")
+    body = [f"<section id='{s.id}'><h2>{html.escape(s.title)}</h2>\n{s.body}</section>" for s in sections]
+    return "\n".join([
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>PowerContext admission sweep</title><style>{CSS}</style></head><body>",
+        "<h1>PowerContext relevance-admission sweep</h1>", header, _toc(sections), *body, "</body></html>",
+    ])

@@ -1,0 +1,201 @@
+"""The report's figures, as PNG data URIs (pyplot-free, so a notebook's backend is
+never switched).
+
+The two databases usually agree to the third decimal, so their lines coincide. Each
+backend therefore has its own line style AND marker (SQLite: solid line, filled
+circles; OceanBase: dashed line, hollow triangles drawn on top): where the lines
+coincide the triangles sit on the circles, where they differ both stay visible.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from .sweep import MODE_CHANNELS
+
+__all__ = ["BACKEND_STYLE", "DPI", "Png", "backend_style", "cosine_positions", "plot_frontier", "plot_limits", "plot_thresholds"]
+
+#: 1.5× a screen's 96 dpi: crisp when the page scales a figure down, and the
+#: self-contained report stays around a megabyte.
+DPI = 150
+BACKEND_STYLE = {
+    "sqlite": dict(color="tab:blue", linestyle="-", marker="o", markersize=4, zorder=2),
+    "oceanbase": dict(color="tab:orange", linestyle="--", marker="^", markersize=7, markerfacecolor="none",
+                      markeredgewidth=1.2, zorder=3),
+}
+
+
+def backend_style(backend: str, **override: Any) -> dict[str, Any]:
+    """Line-plot keyword arguments for ``backend`` (any unknown backend gets a dotted
+    line with squares)."""
+    style = dict(BACKEND_STYLE.get(backend, dict(linestyle=":", marker="s", markersize=5, markerfacecolor="none")))
+    style.update(override)
+    return style
+
+
+def _figure(**kwargs):
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
+
+
+class Png(NamedTuple):
+    """A rendered figure: its data URI and its width on the page in CSS pixels (the
+    PNG holds DPI/96 times more, so the browser scales it down, never up)."""
+
+    uri: str
+    width: int
+
+
+def png(fig) -> Png:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    data = buf.getvalue()
+    pixels = struct.unpack(">I", data[16:20])[0]  # the IHDR chunk's width
+    return Png("data:image/png;base64," + base64.b64encode(data).decode(), round(pixels * 96 / DPI))
+
+
+def _dev(result: Any, mode: str) -> pd.DataFrame:
+    o = result.objective
+    s = result.sweep
+    return s[(s["mode"] == mode) & (s["corpus"] == "all") & (s["split"] == o.split) & (s["limit"] == o.limit)]
+
+
+def cosine_positions(ax, values: pd.Series) -> pd.Series:
+    """x positions of cosine thresholds on ``ax``: the no-admission point (−1, admit
+    everything) is drawn just left of the swept range with its tick labelled "none",
+    instead of stretching the axis to −1."""
+    values = pd.Series(values, dtype=float)
+    real = values[values > -1]
+    if not (values <= -1).any() or real.empty:
+        return values
+    lo, hi = max(float(real.min()), 0.0), float(real.max())
+    step = 0.1 if hi - lo <= 0.5 else 0.2
+    ticks = [t for t in np.arange(0.0, 1.0001, step) if lo - 1e-9 <= t <= hi + 1e-9]
+    x_none = lo - max((hi - lo) * 0.18, 0.06)
+    ax.set_xticks([x_none, *ticks], ["none", *(f"{t:.1f}" for t in ticks)])
+    ax.axvline((x_none + lo) / 2, color="0.75", lw=0.8, ls=(0, (1, 2)))  # the axis break before "none"
+    return values.where(values > -1, x_none)
+
+
+def plot_thresholds(result: Any, mode: str) -> Png:
+    """The objective metric, false admission, empty answers and SetF against the mode's
+    main threshold; one line per backend (and per fts_min_terms for fts)."""
+    o = result.objective
+    d = _dev(result, mode)
+    metrics = (o.metric, o.constraint, "empty_answer", "set_f1")
+    fig = _figure(figsize=(2.7 * len(metrics), 2.8), layout="constrained")  # + the legend: within the page
+    axes = fig.subplots(1, len(metrics))
+    rec = result.recommendations.set_index("mode").loc[mode]
+    for ax, metric in zip(axes, metrics):
+        for backend, g in d.groupby("backend"):
+            if mode == "fts":
+                colors = iter(("tab:blue", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:gray"))
+                for terms, gt in g.groupby("fts_min_terms"):
+                    gt = gt.sort_values("fts_min_coverage")
+                    ax.plot(gt["fts_min_coverage"], gt[metric], label=f"{backend} terms≥{int(terms)}",
+                            **backend_style(backend, color=next(colors, "k")))
+                ax.set_xlabel("fts_min_coverage")
+                ax.axvline(rec["fts_min_coverage"], color="k", lw=0.6, ls=":")
+            else:
+                if mode == "hybrid":
+                    g = g[(g["fts_min_terms"] == rec["fts_min_terms"]) & (g["fts_min_coverage"] == rec["fts_min_coverage"])]
+                g = g.sort_values("vector_min_cosine")
+                ax.plot(cosine_positions(ax, g["vector_min_cosine"]), g[metric], label=backend, **backend_style(backend))
+                ax.set_xlabel("vector_min_cosine" + (" (fts at recommended)" if mode == "hybrid" else ""))
+                ax.axvline(rec["vector_min_cosine"], color="k", lw=0.6, ls=":")
+        ax.set_title(metric, fontsize=10)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right upper", fontsize=7)
+    fig.suptitle(f"{mode}: {o.split} split, limit {o.limit} (dotted: recommended)", fontsize=11)
+    return png(fig)
+
+
+def _frontier(g: pd.DataFrame, x: str, y: str) -> tuple[list[float], list[float]]:
+    pts = g.sort_values([x, y], ascending=[True, False])
+    best, fx, fy = -np.inf, [], []
+    for a, b in zip(pts[x], pts[y]):
+        if b > best:
+            best = b
+            fx.append(a)
+            fy.append(b)
+    return fx, fy
+
+
+POINT_MARKERS = {"recommended": ("*", 160), "initial": ("s", 45), "no-admission": ("X", 55)}
+
+
+def plot_frontier(result: Any, modes: list[str]) -> Png:
+    """One panel per mode: every grid point as (false admission, objective metric) on
+    the objective's split, each backend's Pareto frontier, the bound, and the
+    recommended, initial and no-admission policies."""
+    o = result.objective
+    fig = _figure(figsize=(3.9 * len(modes), 3.0), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(modes), sharey=True))
+    summary = result.summary
+    for ax, mode in zip(axes, modes):
+        d = _dev(result, mode)
+        for backend, g in d.groupby("backend"):
+            style = backend_style(backend)
+            ax.scatter(g[o.constraint], g[o.metric], s=6, alpha=0.25, color=style["color"], marker=style["marker"])
+            fx, fy = _frontier(g, o.constraint, o.metric)
+            ax.step(fx, fy, where="post", color=style["color"], linestyle=style["linestyle"], lw=1.2,
+                    label=f"{backend} frontier")
+        named = summary[(summary["mode"] == mode) & (summary["split"] == o.split)]
+        for _, r in named.iterrows():
+            if r["policy"] in POINT_MARKERS:
+                marker, size = POINT_MARKERS[r["policy"]]
+                color = backend_style(r["backend"])["color"]
+                if r["backend"] == "sqlite":  # filled; the other database hollow and larger, on top
+                    ax.scatter(r[o.constraint], r[o.metric], marker=marker, s=size, edgecolor="k", linewidths=0.6,
+                               color=color, zorder=5)
+                else:
+                    ax.scatter(r[o.constraint], r[o.metric], marker=marker, s=size * 2, facecolor="none",
+                               edgecolor=color, linewidths=1.4, zorder=6)
+        ax.axvline(o.bound, color="red", lw=0.8, ls="--")
+        ax.set_xlabel(f"{o.constraint} ({o.split})")
+        ax.set_title(mode, fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"{o.metric} ({o.split})")
+    from matplotlib.lines import Line2D
+
+    legend = [Line2D([], [], **{k: v for k, v in backend_style(b).items() if k != "zorder"}, label=b)
+              for b in result.collected.backends]
+    legend += [Line2D([], [], marker=m, linestyle="", markerfacecolor="w", markeredgecolor="k", markersize=7, label=p)
+               for p, (m, _) in POINT_MARKERS.items()]
+    legend.append(Line2D([], [], color="red", lw=0.8, ls="--", label=f"bound {o.bound:g}"))
+    axes[-1].legend(handles=legend, fontsize=7, loc="lower right")
+    fig.suptitle(f"nDCG vs false admission: every swept policy ({o.split} split, limit {o.limit}); "
+                 "the step line is the best reachable trade-off", fontsize=10)
+    return png(fig)
+
+
+def plot_limits(result: Any, mode: str) -> Png:
+    """The recommended policy's objective metric and recall@10 against the limit."""
+    o = result.objective
+    s = result.sweep
+    rec = result.recommendations.set_index("mode").loc[mode]
+    d = s[(s["mode"] == mode) & (s["corpus"] == "all") & (s["split"] == o.split)]
+    for col, ch in (("fts_min_terms", "fts"), ("fts_min_coverage", "fts"), ("vector_min_cosine", "vector")):
+        if ch in MODE_CHANNELS[mode]:
+            d = d[np.isclose(d[col].astype(float), float(rec[col]))]
+    fig = _figure(figsize=(5.4, 2.4), layout="constrained")  # two side by side fit the page
+    axes = fig.subplots(1, 2)
+    for ax, metric in zip(axes, (o.metric, "recall@10")):
+        for backend, g in d.groupby("backend"):
+            g = g.sort_values("limit")
+            ax.plot(g["limit"], g[metric], label=backend, **backend_style(backend))
+        ax.set_xlabel("limit")
+        ax.set_title(metric, fontsize=10)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{mode}: recommended policy vs limit ({o.split})", fontsize=10)
+    return png(fig)
