@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup test eval notebooks clean
+.PHONY: setup test eval notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -20,6 +20,11 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# Runtime crash loop beyond `make test`: 25 SIGKILLs per storage profile between the
+# Memory commit and the cursor save, each followed by a replay in a new process.
+soak-runtime: $(STAMP)
+	RUNTIME_KILLS=25 $(PY) -m pytest tests/runtime/test_restart_replay.py -s -q
 
 eval: $(STAMP)
 	$(PY) -m powercontext.eval sweep --all

@@ -1,0 +1,72 @@
+"""The scoped Source application: ``runtime.sources.for_scope(scope)`` (RFC 001
+"Capturing a Source").
+
+``capture()`` does only this: resolve the ContentCapture, persist the ContentSource,
+allocate the scope's next journal sequence, return the canonical Source and its
+sequence. It never calls the candidate pipeline and never writes Memory.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .. import model
+from ..errors import SourceConflictError
+from .scopes import SOURCE_TYPE, memory_source_name
+from .sources import CapturedSource, CaptureReceipt, ContentCapture, ContentSourceAdapter, encode_source
+
+if TYPE_CHECKING:
+    from .scoped import ScopedRuntime
+
+
+class ScopedSourceApplication:
+    adapter = ContentSourceAdapter()
+
+    def __init__(self, scoped: "ScopedRuntime") -> None:
+        self._scoped = scoped
+        self.scope = scoped.scope
+
+    def __repr__(self) -> str:
+        return f"ScopedSourceApplication({self.scope!r})"
+
+    async def capture(self, value: ContentCapture) -> CaptureReceipt:
+        """Journal a Source. The same canonical payload again is idempotent (same
+        sequence, ``created=False``); the same source_id with another payload raises
+        SourceConflictError and writes nothing."""
+        scoped = self._scoped
+        async with scoped.runtime._gate.admit():
+            source = self.adapter.resolve(value)
+            existing = await scoped.store.get(SOURCE_TYPE, source.name)
+            if existing is not None:
+                if existing.payload_hash != source.payload_hash:
+                    raise SourceConflictError(
+                        f"scope {self.scope!r} already holds Source {source.name!r} with a different payload "
+                        f"(journal sequence {existing.sequence}); Sources are immutable: capture the new payload "
+                        "under a new source_id"
+                    )
+                return CaptureReceipt(self.scope, scoped.captured(existing).source, existing.sequence, False)
+            binding = await scoped.bind()
+            name = memory_source_name(binding.memory_artifact_id, source.name)
+            await scoped.service.sources.persist(
+                model.ContentSource(name, source.content, source.description, dict(source.metadata))
+            )
+            record, created = await scoped.store.append(SOURCE_TYPE, source.name, name, encode_source(source), source.payload_hash)
+            return CaptureReceipt(self.scope, source, record.sequence, created)
+
+    async def get(self, source_id: str) -> CapturedSource:
+        """A captured Source by its source_id (SourceNotFoundError if none)."""
+        async with self._scoped.runtime._gate.admit():
+            return await self._scoped.find(source_id)
+
+    async def journal(self, after: int = 0, limit: int = 100) -> tuple[CapturedSource, ...]:
+        """Captured Sources with sequence > ``after``, ascending, at most ``limit``."""
+        async with self._scoped.runtime._gate.admit():
+            records = await self._scoped.store.records(after, after + max(1, int(limit)))
+            return tuple(self._scoped.captured(r) for r in records)
+
+    async def resolve_evidence(self, reference: str | bytes | Mapping[str, Any]) -> CapturedSource:
+        """The canonical captured Source an evidence reference names (JSON text or a
+        mapping ``{"scope", "source_type": "content", "source_id"}``, strictly
+        validated). A reference to something never captured here raises."""
+        async with self._scoped.runtime._gate.admit():
+            return await self._scoped.captured_for(reference)

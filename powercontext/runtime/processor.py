@@ -1,0 +1,75 @@
+"""ScheduledSourceProcessor: what one scheduled activation does (RFC 001 "Scheduled
+processing").
+
+It asks the storage for pending scopes (journal high watermark past the cursor) and
+runs each scope's ordinary ``flush()``; one failing scope never stops the others.
+APScheduler only wakes it up: it chooses no window and stores no cursor. The processor
+lock keeps a run and Runtime shutdown from racing: close() waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from .errors import RuntimeClosedError
+from .requests import MemoryFlushResult
+
+if TYPE_CHECKING:
+    from .runtime import PowerContextRuntime
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessorRun:
+    started_at: str
+    results: tuple[MemoryFlushResult, ...] = ()
+    errors: tuple[str, ...] = field(default=())
+
+    @property
+    def scopes(self) -> tuple[str, ...]:
+        return tuple(r.scope for r in self.results)
+
+
+class ScheduledSourceProcessor:
+    def __init__(self, runtime: "PowerContextRuntime") -> None:
+        self._runtime = runtime
+        self.lock = asyncio.Lock()
+        self.runs = 0
+        self.last_run: ProcessorRun | None = None
+
+    @property
+    def closing(self) -> bool:
+        return self._runtime._gate.closing
+
+    async def run(self) -> ProcessorRun:
+        runtime = self._runtime
+        started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        async with self.lock:
+            if runtime._gate.closing:
+                return ProcessorRun(started)
+            results, errors = [], []
+            try:
+                pending = await runtime.storage.pending_scopes(runtime.trigger.name)
+            except RuntimeClosedError:
+                return ProcessorRun(started)
+            except Exception as exc:  # noqa: BLE001 - a scheduled wake-up must not die on a transient error
+                log.warning("scheduled processing could not list pending scopes: %s", exc)
+                pending, errors = [], [f"pending scopes: {type(exc).__name__}: {exc}"]
+            for progress in pending:
+                if runtime._gate.closing:
+                    break
+                try:
+                    results.append(await runtime.memory.for_scope(progress.scope).flush())
+                except RuntimeClosedError:
+                    break
+                except Exception as exc:  # noqa: BLE001 - continue with the other scopes
+                    log.warning("scheduled flush of scope %r failed: %s", progress.scope, exc)
+                    errors.append(f"{progress.scope}: {type(exc).__name__}: {exc}")
+            self.runs += 1
+            self.last_run = ProcessorRun(started, tuple(results), tuple(errors))
+            return self.last_run
