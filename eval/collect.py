@@ -15,6 +15,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+import re
+
 from powercontext.canonical import SequentialIds, nfc
 from powercontext.errors import EmbeddingUnavailableError
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
@@ -22,13 +24,14 @@ from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 from .databases import Databases, EvalError
 from .datasets import Corpus, load
 from .loader import load_corpus, text_sequence
+from .progress import bar
 from .retrieval import read_cache, retrieve_corpus, write_cache
 from .sweep import INITIAL
 
 __all__ = ["Collected", "collect", "query_table", "vector_modes"]
 
 VECTOR_MODES = ("vector", "hybrid")
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 SPOT_POLICIES = {"initial": INITIAL, "no-admission": NO_ADMISSION}
 SPOT_LIMIT = 8
 
@@ -50,6 +53,7 @@ class Collected:
     exact: pd.DataFrame  # corpus, query_id, exact vector top list (corpus ids), for HNSW recall
     embedding: dict = field(default_factory=dict)  # profile, texts, seconds, cache hits
     spot: pd.DataFrame = field(default_factory=pd.DataFrame)  # online searches to check the replay against
+    stages: pd.DataFrame = field(default_factory=pd.DataFrame)  # stage, backend, seconds (wall time)
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -68,6 +72,32 @@ def query_table(corpora: Sequence[Corpus]) -> pd.DataFrame:
             rows.append(dict(corpus=c.name, query_id=q.id, text=q.text, lang=q.lang, split=q.split, tags=tuple(q.tags),
                              memories=tuple(q.memories), positive=n_rel > 0, n_rel=n_rel))
     return pd.DataFrame(rows)
+
+
+def check_distinct(corpora: Sequence[Corpus]) -> None:
+    """Corpora swept together must not share a name or a query id: every table of a
+    run is keyed by them."""
+    names: dict[str, Corpus] = {}
+    owner: dict[str, str] = {}
+    for c in corpora:
+        if c.name in names:
+            raise EvalError(f"two corpora are named {c.name!r} ({names[c.name].path} and {c.path}): "
+                            "give each folder its own name")
+        names[c.name] = c
+        for q in c.queries:
+            if q.id in owner:
+                raise EvalError(f"query id {q.id!r} is in both {owner[q.id]} and {c.name}: sweep them separately "
+                                "or make their query ids distinct")
+            owner[q.id] = c.name
+
+
+def id_tag(corpus: Corpus) -> str:
+    """The tag of the readable service ids minted for ``corpus`` (``mem_ent_<tag>_00001``):
+    the bundled id prefix (``atl``) when there is one, else a slug of the corpus name."""
+    prefix = corpus.memories[0].id.split("-")[0]
+    if re.fullmatch(r"[a-z]{3}", prefix):
+        return prefix
+    return re.sub(r"[^a-z0-9]+", "", corpus.name.lower())[:16] or "corpus"
 
 
 def _model(embedding: Any, cache_dir: Any):
@@ -118,40 +148,49 @@ async def collect(
     reuse: bool = False,
     progress: bool = True,
     spot_queries: int = 20,
+    style: str = "any",
+    split_seed: int = 0,
 ) -> Collected:
     """Load, embed and retrieve. With ``reuse`` a matching ``candidates.pkl`` in
-    ``out`` is read instead of touching any database."""
-    from tqdm.auto import tqdm
-
+    ``out`` is read instead of touching any database. ``style`` and ``split_seed``
+    go to ``datasets.load`` (which validates and completes missing splits)."""
     out = Path(out)
-    corpora = [load(p) for p in datasets]
+    stages: list[dict] = []
+    clock = time.perf_counter()
+    corpora = [load(p, style=style, split_seed=split_seed) for p in datasets]
+    check_distinct(corpora)
+    stages.append(dict(stage="validate", backend="", seconds=time.perf_counter() - clock))
     fingerprint = dict(version=CACHE_VERSION, corpora={c.name: _digest(c) for c in corpora}, backends=list(backends),
-                       modes=list(modes), max_limit=max_limit, spot=spot_queries)
+                       modes=list(modes), max_limit=max_limit, spot=spot_queries, split_seed=split_seed)
     if reuse:
         cached = read_cache(out)
         if cached is not None and cached[2].get("fingerprint") == fingerprint:
             candidates, retrievals, meta = cached
             return Collected(corpora, tuple(backends), tuple(modes), max_limit, candidates, retrievals,
-                             query_table(corpora), meta["loads"], meta["exact"], meta["embedding"], meta["spot"])
+                             query_table(corpora), meta["loads"], meta["exact"], meta["embedding"], meta["spot"],
+                             meta.get("stages", pd.DataFrame()))
 
     model = None
     embedding_stats: dict = {}
     exact_rows: list[dict] = []
     if vector_modes(modes):
+        start = time.perf_counter()
         model = _model(embedding, embedding_cache)
-        with tqdm(desc="embed", unit="text", disable=not progress, leave=False) as bar:
-            start = time.perf_counter()
-            texts = corpus_texts(corpora)
-            try:
-                n = await model.prefetch(texts, progress=bar)
-            except EmbeddingUnavailableError as exc:
-                raise EvalError(f"the embedding model is unavailable: {exc}. Install it (pip install "
-                                "'powercontext[embed]') or run with --modes fts") from exc
+        texts = corpus_texts(corpora)
+        todo = sum(t not in model for t in texts)
+        try:
+            # No bar at all when every text is cached: a 0-text bar only looks like a stall.
+            with bar(progress and todo > 0, desc="embed", unit="text", total=todo, leave=False) as embed_bar:
+                n = await model.prefetch(texts, progress=embed_bar if todo else None)
+        except EmbeddingUnavailableError as exc:
+            raise EvalError(f"the embedding model is unavailable: {exc}. Install it (pip install "
+                            "'powercontext[embed]') or run with --modes fts") from exc
         embedding_stats = dict(profile=model.profile.profile_id, texts=len(texts), embedded=n,
                                seconds=time.perf_counter() - start, model_seconds=model.embed_seconds,
                                cache=str(model.path))
         for c in corpora:
             exact_rows += _exact_top(c, model, AdmissionPolicy().pool_size(max_limit))
+        stages.append(dict(stage="embed", backend="", seconds=time.perf_counter() - start))
 
     candidates: list[dict] = []
     retrievals: list[dict] = []
@@ -161,22 +200,29 @@ async def collect(
     queries = sum(len(c.queries) for c in corpora) * len(modes)
     with Databases(out, seekdb_dir=seekdb_dir, keep=keep_databases) as dbs:
         for backend in backends:
-            load_bar = tqdm(total=writes, desc=f"load {backend}", unit="write", disable=not progress, leave=False)
-            query_bar = tqdm(total=queries, desc=f"retrieve {backend}", unit="query", disable=not progress, leave=False)
+            load_bar = bar(progress, total=writes, desc=f"load {backend}", unit="write", leave=False)
+            query_bar = bar(progress, total=queries, desc=f"retrieve {backend}", unit="query", leave=False)
+            seconds = {"load": 0.0, "retrieve": 0.0, "spot check": 0.0}
             with load_bar, query_bar:
                 for corpus in corpora:
-                    prefix = corpus.memories[0].id.split("-")[0]
-                    svc = await dbs.open(backend, corpus.name, embedding=model, ids=SequentialIds(prefix))
+                    start = time.perf_counter()
+                    svc = await dbs.open(backend, corpus.name, embedding=model, ids=SequentialIds(id_tag(corpus)))
                     try:
                         loaded = await load_corpus(svc, corpus, progress=load_bar)
                         loads.append(dict(backend=backend, corpus=corpus.name, entries=len(corpus.memories),
                                           writes=loaded.writes, seconds=loaded.seconds))
+                        seconds["load"] += time.perf_counter() - start
+                        start = time.perf_counter()
                         c_rows, q_rows, _ = await retrieve_corpus(svc, backend, loaded, modes, max_limit, query_bar)
                         candidates += c_rows
                         retrievals += q_rows
+                        seconds["retrieve"] += time.perf_counter() - start
+                        start = time.perf_counter()
                         spot_rows += await spot_searches(svc, backend, loaded, modes, spot_queries)
+                        seconds["spot check"] += time.perf_counter() - start
                     finally:
                         await svc.close()
+            stages += [dict(stage=stage, backend=backend, seconds=t) for stage, t in seconds.items()]
     if model is not None:
         model.save()
         embedding_stats.update(hits=model.hits, misses=model.misses)
@@ -187,10 +233,11 @@ async def collect(
     loads_df = pd.DataFrame(loads, columns=["backend", "corpus", "entries", "writes", "seconds"])
     exact_df = pd.DataFrame(exact_rows, columns=["corpus", "query_id", "exact", "exact_cosine"])
     spot_df = pd.DataFrame(spot_rows, columns=["backend", "corpus", "mode", "policy", "limit", "query_id", "hits"])
+    stages_df = pd.DataFrame(stages, columns=["stage", "backend", "seconds"])
     write_cache(out, cand_df, retr_df, dict(fingerprint=fingerprint, loads=loads_df, exact=exact_df,
-                                            embedding=embedding_stats, spot=spot_df))
+                                            embedding=embedding_stats, spot=spot_df, stages=stages_df))
     return Collected(corpora, tuple(backends), tuple(modes), max_limit, cand_df, retr_df, query_table(corpora),
-                     loads_df, exact_df, embedding_stats, spot_df)
+                     loads_df, exact_df, embedding_stats, spot_df, stages_df)
 
 
 def hit_key(hit) -> tuple:

@@ -1,12 +1,28 @@
-"""Load and validate the bundled evaluation corpora (``datasets/<corpus>/``).
+"""Load and validate labelled corpora (``datasets/<corpus>/`` or any folder in that format).
 
 A corpus is the ground truth every relevance threshold is calibrated against, so a
-quiet mistake in it (a misspelt tag, a judgement on a forgotten entry, a query that
-searches the wrong memory) skews every number the harness reports. ``validate``
-therefore checks the whole of ``datasets/FORMAT.md`` and reports *every* problem in
-one ``DatasetError``, each as ``file:line: message``, so an author fixes them in one
-pass instead of one per run. ``load`` validates too: the harness never runs on a
-corpus that breaks the spec.
+quiet mistake in it (a judgement on a forgotten entry, a query that searches a memory
+that does not exist, a typo in a field name) skews every number the harness reports.
+Validation therefore reports *every* problem in one ``DatasetError``, each as
+``file:line: message``, so an author fixes them in one pass instead of one per run.
+
+Two levels, because a researcher's corpus owes the harness only what makes it
+measurable, while the bundled corpora follow house conventions on top:
+
+* **errors** (always): valid JSON objects with known field names; unique ASCII ids
+  (≤ 128 printable characters, the service's id rule); known ``kind`` and ``state``;
+  texts the service accepts (non-empty, ≤ 8 KiB); a history that changes the text at
+  every step; entries of one memory that the service can tell apart; queries that
+  search memories which exist; integer grades; judgements only on ACTIVE entries of a
+  memory the query searches; splits either on every query or on none.
+* **style notes** (``style="bundled"`` turns them into errors): the bundled corpora's
+  id patterns and shared prefix, memory names ``repo``/``user``, ``src_`` source
+  names, the tag, language and split vocabularies with their heuristics (a ``zh``
+  query has Chinese in it …), grades 1..3, the tag/judgement rules of FORMAT.md, the
+  per-corpus targets and an up-to-date datasheet.
+
+``load`` validates and then completes a missing split (``splits.complete``): the
+harness never runs on a corpus with errors, and always has a dev/test split.
 """
 
 from __future__ import annotations
@@ -19,22 +35,31 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from powercontext.backends.rules import MAX_TEXT_BYTES
+from powercontext.canonical import MAX_ID_LENGTH, is_valid_id, nfc
+from powercontext.errors import PowerContextError
+
 __all__ = [
     "Corpus",
     "DatasetError",
     "MemoryRecord",
     "QueryRecord",
+    "STYLES",
     "discover",
     "is_chinese",
     "load",
     "validate",
 ]
 
-MEMORIES = ("repo", "user")
+# The measurable vocabulary: what the service and the harness give a meaning to.
 KINDS = ("fact", "preference", "decision", "constraint", "working_note")
 STATES = ("active", "inactive")
-LANGS = ("en", "zh")
 SPLITS = ("dev", "test")
+DEFAULT_KIND, DEFAULT_STATE, UNKNOWN_LANG = "fact", "active", "und"  # "und": BCP 47 for undetermined
+
+# The bundled corpora's house vocabulary (style="bundled").
+MEMORIES = ("repo", "user")
+LANGS = ("en", "zh")
 TAGS = (
     "lexical",
     "paraphrase",
@@ -49,6 +74,7 @@ TAGS = (
 GRADES = (1, 2, 3)
 #: Tags whose ideal answer is empty: such a query must have no judgement at all.
 EMPTY_ANSWER_TAGS = ("negative", "forgotten")
+STYLES = ("any", "bundled")
 
 MEMORIES_FILE, QUERIES_FILE, QRELS_FILE = "memories.jsonl", "queries.jsonl", "qrels.trec"
 
@@ -65,8 +91,8 @@ def is_chinese(text: str) -> bool:
     return _CJK.search(text) is not None
 
 
-class DatasetError(ValueError):
-    """A corpus breaks the format; ``problems`` lists every ``file:line: message``."""
+class DatasetError(PowerContextError, ValueError):
+    """A corpus cannot be measured as it is; ``problems`` lists every ``file:line: message``."""
 
     def __init__(self, path: str | Path, problems: list[str] | tuple[str, ...]) -> None:
         self.path = Path(path)
@@ -79,7 +105,8 @@ class DatasetError(ValueError):
 class MemoryRecord:
     """One memory entry as the harness writes it: created with ``history[0]`` (or
     ``text`` when there is no history), revised through the rest, forgotten if
-    ``state`` is inactive."""
+    ``state`` is inactive. ``meta`` is carried along for the researcher (an
+    importer's provenance, say) and ignored by every measurement."""
 
     id: str
     memory: str
@@ -88,6 +115,7 @@ class MemoryRecord:
     state: str
     history: tuple[str, ...] = ()
     sources: tuple[str, ...] = ()
+    meta: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def is_active(self) -> bool:
@@ -100,21 +128,23 @@ class MemoryRecord:
 
 @dataclass(frozen=True)
 class QueryRecord:
-    """One labelled query; ``judgements`` maps entry id to grade (1..3) and is empty
-    for a query whose ideal answer is empty."""
+    """One labelled query; ``judgements`` maps entry id to grade. A query with no
+    judgement of grade ≥ 1 has an empty ideal answer. ``split`` is ``None`` until
+    ``splits.complete`` assigns one to a corpus that has none."""
 
     id: str
     text: str
     lang: str
     memories: tuple[str, ...]
-    tags: tuple[str, ...]
-    split: str
+    tags: tuple[str, ...] = ()
+    split: str | None = None
     judgements: Mapping[str, int] = field(default_factory=dict, hash=False)
+    meta: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def is_positive(self) -> bool:
-        """Has at least one judgement; otherwise admitting anything is a false admission."""
-        return bool(self.judgements)
+        """Has a judgement of grade ≥ 1; otherwise admitting anything is a false admission."""
+        return any(g >= 1 for g in self.judgements.values())
 
     def has_tag(self, tag: str) -> bool:
         return tag in self.tags
@@ -123,23 +153,32 @@ class QueryRecord:
 @dataclass(frozen=True)
 class Corpus:
     """A validated corpus. ``qrels`` holds only the queries that have judgements,
-    exactly as ``qrels.trec`` does (``corpus.qrels.get(qid, {})`` for the rest)."""
+    exactly as ``qrels.trec`` does (``corpus.qrels.get(qid, {})`` for the rest).
+    ``style_notes`` are the bundled-style rules it does not follow (empty when it was
+    validated with ``style="bundled"``); ``split_origin`` says whether the dev/test
+    split came from the file or was assigned by ``splits.complete``."""
 
     name: str
     path: Path
     memories: tuple[MemoryRecord, ...]
     queries: tuple[QueryRecord, ...]
     qrels: dict[str, dict[str, int]] = field(hash=False)
+    style_notes: tuple[str, ...] = field(default=(), hash=False, compare=False)
+    split_origin: str = "file"
 
     is_chinese = staticmethod(is_chinese)
 
+    @cached_property
+    def memory_names(self) -> tuple[str, ...]:
+        """Memory names in order of first appearance in memories.jsonl."""
+        return tuple(dict.fromkeys(e.memory for e in self.memories))
+
     def entries_by_memory(self) -> dict[str, tuple[MemoryRecord, ...]]:
         """Entries grouped by memory name (file order kept), for writing each memory."""
-        return {
-            name: group
-            for name in MEMORIES
-            if (group := tuple(e for e in self.memories if e.memory == name))
-        }
+        groups: dict[str, list[MemoryRecord]] = {name: [] for name in self.memory_names}
+        for e in self.memories:
+            groups[e.memory].append(e)
+        return {name: tuple(group) for name, group in groups.items()}
 
     @cached_property
     def _entries(self) -> dict[str, MemoryRecord]:
@@ -154,40 +193,67 @@ class Corpus:
 
 
 def discover(root: str | Path = "datasets") -> list[Path]:
-    """The bundled corpora under ``root``: every sub-folder holding a memories.jsonl."""
+    """The corpora under ``root``: every sub-folder holding a memories.jsonl."""
     root = Path(root)
     if not root.is_dir():
         return []
     return sorted(p for p in root.iterdir() if (p / MEMORIES_FILE).is_file())
 
 
-def load(path: str | Path) -> Corpus:
-    """Load a corpus folder. Validates it fully (see ``validate``), because numbers
-    computed on a corpus that breaks the spec are not worth reporting."""
-    return validate(path)
+def load(path: str | Path, style: str = "any", split_seed: int = 0) -> Corpus:
+    """Validate a corpus folder (see ``validate``) and give every query a split: the
+    file's, or a seeded stratified one (``splits.complete``)."""
+    from .splits import complete
+
+    return complete(validate(path, style), seed=split_seed)
 
 
-def validate(path: str | Path) -> Corpus:
-    """Check a corpus folder against datasets/FORMAT.md and return it, or raise one
-    ``DatasetError`` listing every problem found, each with its file and line."""
+def validate(path: str | Path, style: str = "any") -> Corpus:
+    """Check a corpus folder and return it, or raise one ``DatasetError`` listing every
+    error, each with its file and line. With ``style="bundled"`` the bundled corpora's
+    conventions are errors too; otherwise they are returned as ``corpus.style_notes``."""
+    if style not in STYLES:
+        raise ValueError(f"unknown style {style!r}: use one of {', '.join(STYLES)}")
     path = Path(path)
-    problems: list[str] = []
-    entries = {e.id: (line, e) for line, e in _read_memories(path, problems)}
-    queries = {q.id: (line, q) for line, q in _read_queries(path, problems)}
-    _check_prefix(entries, queries, problems)
-    qrels = _read_qrels(path, entries, queries, problems)
-    _check_answers(entries, queries, qrels, problems)
+    check = _Check()
+    entries = {e.id: (line, e) for line, e in _read_memories(path, check)}
+    queries = {q.id: (line, q) for line, q in _read_queries(path, entries, check)}
+    _check_prefix(entries, queries, check)
+    qrels = _read_qrels(path, entries, queries, check)
+    _check_answers(entries, queries, qrels, check)
+    if not check.errors and style == "bundled":
+        corpus = _corpus(path, entries, queries, qrels, ())
+        _check_bundled_counts(corpus, check)
+    problems = check.errors + (check.notes if style == "bundled" else [])
     if problems:
         raise DatasetError(path, problems)
+    return _corpus(path, entries, queries, qrels, () if style == "bundled" else tuple(check.notes))
+
+
+def _corpus(path: Path, entries: dict, queries: dict, qrels: dict, notes: tuple[str, ...]) -> Corpus:
     return Corpus(
         name=path.name,
         path=path,
         memories=tuple(e for _, e in entries.values()),
-        queries=tuple(
-            replace(q, judgements=qrels.get(q.id, {})) for _, q in queries.values()
-        ),
+        queries=tuple(replace(q, judgements=qrels.get(q.id, {})) for _, q in queries.values()),
         qrels=qrels,
+        style_notes=notes,
     )
+
+
+class _Check:
+    """Collects errors (a corpus cannot be measured) and style notes (it is not in
+    the bundled corpora's house style)."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.notes: list[str] = []
+
+    def error(self, message: str) -> None:
+        self.errors.append(message)
+
+    def style(self, message: str) -> None:
+        self.notes.append(message)
 
 
 # --- reading ------------------------------------------------------------------------
@@ -198,225 +264,299 @@ _STRS = (
     lambda v: isinstance(v, list) and all(isinstance(x, str) and x.strip() for x in v),
     "a list of non-empty strings",
 )
+_OBJECT = (lambda v: isinstance(v, dict), "a JSON object")
 _ENTRY_FIELDS = {
     "id": (True, *_STR),
     "memory": (True, *_STR),
-    "kind": (True, *_STR),
     "text": (True, *_STR),
-    "state": (True, *_STR),
+    "kind": (False, *_STR),
+    "state": (False, *_STR),
     "history": (False, *_STRS),
     "sources": (False, *_STRS),
+    "meta": (False, *_OBJECT),
 }
 _QUERY_FIELDS = {
     "id": (True, *_STR),
     "text": (True, *_STR),
-    "lang": (True, *_STR),
     "memories": (True, *_STRS),
-    "tags": (True, *_STRS),
-    "split": (True, *_STR),
+    "lang": (False, *_STR),
+    "tags": (False, *_STRS),
+    "split": (False, *_STR),
+    "meta": (False, *_OBJECT),
 }
+# Fields every bundled record spells out although the format lets them default.
+_BUNDLED_ENTRY_FIELDS = ("kind", "state")
+_BUNDLED_QUERY_FIELDS = ("lang", "tags", "split")
 
 
-def _jsonl(path: Path, problems: list[str]) -> list[tuple[str, dict[str, Any]]]:
+def _jsonl(path: Path, check: _Check) -> list[tuple[str, dict[str, Any]]]:
     """``(where, object)`` for each line that is a JSON object; the rest are reported."""
     if not path.is_file():
-        problems.append(f"{path.name}: file missing")
+        check.error(f"{path.name}: file missing")
         return []
     rows = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         where = f"{path.name}:{n}"
         if not line.strip():
-            problems.append(f"{where}: empty line")
+            check.style(f"{where}: empty line")
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            problems.append(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})")
+            check.error(f"{where}: invalid JSON ({exc.msg} at column {exc.colno})")
             continue
         if not isinstance(obj, dict):
-            problems.append(f"{where}: expected a JSON object, got {type(obj).__name__}")
+            check.error(f"{where}: expected a JSON object, got {type(obj).__name__}")
             continue
         rows.append((where, obj))
+    if not rows and not check.errors:
+        check.error(f"{path.name}: no records")
     return rows
 
 
-def _fields_ok(obj: dict[str, Any], spec: dict, where: str, problems: list[str]) -> bool:
-    """Report missing, extra and mistyped fields; True if a record can be built."""
+def _fields_ok(obj: dict[str, Any], spec: dict, where: str, check: _Check) -> bool:
+    """Report missing, unknown and mistyped fields; True if a record can be built.
+    An unknown field is an error, not a note: a misspelt ``stat`` would otherwise
+    silently leave an entry active (put free-form extras under ``meta``)."""
     ok = True
-    for name in obj.keys() - spec.keys():
-        problems.append(f"{where}: unexpected field '{name}'")
-    for name, (required, check, wanted) in spec.items():
+    for name in sorted(obj.keys() - spec.keys()):
+        check.error(f"{where}: unexpected field '{name}' (known: {', '.join(spec)}; put extras under 'meta')")
+    for name, (required, valid, wanted) in spec.items():
         if name not in obj:
             if required:
-                problems.append(f"{where}: missing field '{name}'")
+                check.error(f"{where}: missing field '{name}'")
                 ok = False
-        elif not check(obj[name]):
-            problems.append(f"{where}: field '{name}' must be {wanted}, got {obj[name]!r}")
+        elif not valid(obj[name]):
+            check.error(f"{where}: field '{name}' must be {wanted}, got {obj[name]!r}")
             ok = False
     return ok
 
 
-def _one_of(value: str, allowed: tuple[str, ...], what: str, where: str, problems: list[str]):
+def _one_of(value: str, allowed: tuple[str, ...], what: str, where: str, report) -> None:
     if value not in allowed:
-        problems.append(f"{where}: unknown {what} {value!r} (expected one of {', '.join(allowed)})")
+        report(f"{where}: unknown {what} {value!r} (expected one of {', '.join(allowed)})")
 
 
-def _read_memories(path: Path, problems: list[str]) -> list[tuple[str, MemoryRecord]]:
+def _check_id(value: str, where: str, check: _Check) -> bool:
+    if is_valid_id(value):
+        return True
+    check.error(f"{where}: id {value!r} must be 1..{MAX_ID_LENGTH} printable ASCII characters without spaces")
+    return False
+
+
+def _check_text(text: str, what: str, where: str, check: _Check) -> None:
+    size = len(nfc(text).strip().encode("utf-8"))
+    if size > MAX_TEXT_BYTES:
+        check.error(f"{where}: {what} is {size} UTF-8 bytes; the service accepts at most {MAX_TEXT_BYTES} "
+                    "(split it into entries of one topic each)")
+
+
+def _read_memories(path: Path, check: _Check) -> list[tuple[str, MemoryRecord]]:
     records: list[tuple[str, MemoryRecord]] = []
     seen: dict[str, str] = {}
-    for where, obj in _jsonl(path / MEMORIES_FILE, problems):
-        if not _fields_ok(obj, _ENTRY_FIELDS, where, problems):
+    firsts: dict[tuple, tuple[str, str]] = {}
+    for where, obj in _jsonl(path / MEMORIES_FILE, check):
+        if not _fields_ok(obj, _ENTRY_FIELDS, where, check):
             continue
         entry = MemoryRecord(
-            **{k: obj[k] for k in ("id", "memory", "kind", "text", "state")},
-            history=tuple(obj.get("history", ())),
-            sources=tuple(obj.get("sources", ())),
+            id=obj["id"], memory=obj["memory"], text=obj["text"],
+            kind=obj.get("kind", DEFAULT_KIND), state=obj.get("state", DEFAULT_STATE),
+            history=tuple(obj.get("history", ())), sources=tuple(obj.get("sources", ())),
+            meta=obj.get("meta", {}),
         )
         if entry.id in seen:
-            problems.append(f"{where}: duplicate id {entry.id!r} (first at {seen[entry.id]})")
+            check.error(f"{where}: duplicate id {entry.id!r} (first at {seen[entry.id]})")
             continue
         seen[entry.id] = where
-        if not _ENTRY_ID.fullmatch(entry.id):
-            problems.append(f"{where}: id {entry.id!r} is not '<3-letter prefix>-<4 digits>'")
-        _one_of(entry.memory, MEMORIES, "memory name", where, problems)
-        _one_of(entry.kind, KINDS, "kind", where, problems)
-        _one_of(entry.state, STATES, "state", where, problems)
+        _check_id(entry.id, where, check)
+        _one_of(entry.kind, KINDS, "kind", where, check.error)
+        _one_of(entry.state, STATES, "state", where, check.error)
         for source in entry.sources:
-            if not _SOURCE.fullmatch(source):
-                problems.append(f"{where}: source {source!r} is not 'src_[a-z0-9_]+'")
+            if not is_valid_id(source):
+                check.error(f"{where}: source name {source!r} must be 1..{MAX_ID_LENGTH} printable ASCII "
+                            "characters without spaces")
+            elif not _SOURCE.fullmatch(source):
+                check.style(f"{where}: source {source!r} is not 'src_[a-z0-9_]+'")
         texts = (*entry.history, entry.text)
-        if any(a == b for a, b in zip(texts, texts[1:])):
-            problems.append(f"{where}: history repeats a text (a revision must change it)")
+        for i, text in enumerate(texts):
+            _check_text(text, "text" if i == len(texts) - 1 else f"history[{i}]", where, check)
+        if any(nfc(a).strip() == nfc(b).strip() for a, b in zip(texts, texts[1:])):
+            check.error(f"{where}: history repeats a text (a revision must change it)")
+        # The service stores an entry once per content (kind, text, sources): two
+        # entries of one memory that start identical would become one.
+        key = (entry.memory, entry.kind, nfc(texts[0]).strip(), tuple(sorted(entry.sources)))
+        if key in firsts:
+            other_where, other = firsts[key]
+            check.error(f"{where}: entry {entry.id!r} starts with the same kind, text and sources as {other!r} "
+                        f"({other_where}) in memory {entry.memory!r}; the service would store them as one entry")
+        firsts.setdefault(key, (where, entry.id))
+        if not _ENTRY_ID.fullmatch(entry.id):
+            check.style(f"{where}: id {entry.id!r} is not '<3-letter prefix>-<4 digits>'")
+        _one_of(entry.memory, MEMORIES, "memory name", where, check.style)
+        for name in _BUNDLED_ENTRY_FIELDS:
+            if name not in obj:
+                check.style(f"{where}: no '{name}' field (bundled corpora spell it out)")
         records.append((where, entry))
     return records
 
 
-def _read_queries(path: Path, problems: list[str]) -> list[tuple[str, QueryRecord]]:
+def _read_queries(path: Path, entries: dict, check: _Check) -> list[tuple[str, QueryRecord]]:
     records: list[tuple[str, QueryRecord]] = []
     seen: dict[str, str] = {}
-    for where, obj in _jsonl(path / QUERIES_FILE, problems):
-        if "split" not in obj:
-            problems.append(f"{where}: query has no split (expected dev or test)")
-            obj = {**obj, "split": "?"}
-        if not _fields_ok(obj, _QUERY_FIELDS, where, problems):
+    memory_names = {e.memory for _, e in entries.values()}
+    with_split: list[str] = []
+    without_split: list[str] = []
+    for where, obj in _jsonl(path / QUERIES_FILE, check):
+        if not _fields_ok(obj, _QUERY_FIELDS, where, check):
             continue
         query = QueryRecord(
-            **{**obj, "memories": tuple(obj["memories"]), "tags": tuple(obj["tags"])}
+            id=obj["id"], text=obj["text"], lang=obj.get("lang", UNKNOWN_LANG), memories=tuple(obj["memories"]),
+            tags=tuple(obj.get("tags", ())), split=obj.get("split"), meta=obj.get("meta", {}),
         )
         if query.id in seen:
-            problems.append(f"{where}: duplicate id {query.id!r} (first at {seen[query.id]})")
+            check.error(f"{where}: duplicate id {query.id!r} (first at {seen[query.id]})")
             continue
         seen[query.id] = where
+        _check_id(query.id, where, check)
+        (with_split if query.split is not None else without_split).append(where)
+        if query.split is not None:
+            _one_of(query.split, SPLITS, "split", where, check.error)
+        for what, values in (("memory name", query.memories), ("tag", query.tags)):
+            if len(set(values)) != len(values):
+                check.error(f"{where}: {what}s repeat: {list(values)}")
+        if not query.memories:
+            check.error(f"{where}: memories must name at least one memory")
+        for name in query.memories:
+            if entries and name not in memory_names:
+                check.error(f"{where}: searches memory {name!r}, which has no entries in {MEMORIES_FILE}")
+        # bundled style
         if not _QUERY_ID.fullmatch(query.id):
-            problems.append(f"{where}: id {query.id!r} is not '<3-letter prefix>-q<3 digits>'")
-        _one_of(query.lang, LANGS, "lang", where, problems)
-        if query.split != "?":
-            _one_of(query.split, SPLITS, "split", where, problems)
-        for what, values, allowed in (
-            ("memory name", query.memories, MEMORIES),
-            ("tag", query.tags, TAGS),
-        ):
-            for value in values:
-                _one_of(value, allowed, what, where, problems)
-            if not values or len(set(values)) != len(values):
-                problems.append(f"{where}: {what}s must be a non-empty list without repeats")
+            check.style(f"{where}: id {query.id!r} is not '<3-letter prefix>-q<3 digits>'")
+        for name in _BUNDLED_QUERY_FIELDS:
+            if name not in obj:
+                check.style(f"{where}: no '{name}' field (bundled corpora spell it out)")
+        if "lang" in obj:
+            _one_of(query.lang, LANGS, "lang", where, check.style)
+        for value in query.memories:
+            _one_of(value, MEMORIES, "memory name", where, check.style)
+        for value in query.tags:
+            _one_of(value, TAGS, "tag", where, check.style)
+        if "tags" in obj and not query.tags:
+            check.style(f"{where}: tags must be a non-empty list")
         if query.lang == "zh" and not is_chinese(query.text):
-            problems.append(f"{where}: lang 'zh' but the text has no Chinese characters")
+            check.style(f"{where}: lang 'zh' but the text has no Chinese characters")
         if query.lang == "en" and is_chinese(query.text):
-            problems.append(f"{where}: lang 'en' but the text contains Chinese characters")
+            check.style(f"{where}: lang 'en' but the text contains Chinese characters")
         if query.has_tag("cjk") and query.lang != "zh":
-            problems.append(f"{where}: tagged cjk but lang is {query.lang!r}")
+            check.style(f"{where}: tagged cjk but lang is {query.lang!r}")
         records.append((where, query))
+    if with_split and without_split:
+        check.error(f"{without_split[0]}: query has no split while {with_split[0]} has one "
+                    f"({len(without_split)} without, {len(with_split)} with): give every query a split "
+                    "(dev or test) or none, and the harness assigns a stratified one")
     return records
 
 
-def _check_prefix(entries: dict, queries: dict, problems: list[str]) -> None:
-    """All ids of a corpus share one prefix, so corpora can be mixed in one report."""
+def _check_prefix(entries: dict, queries: dict, check: _Check) -> None:
+    """Bundled style: all ids of a corpus share one prefix, so corpora can be mixed in one report."""
     ids = [(where, record.id) for where, record in (*entries.values(), *queries.values())]
     if not ids:
         return
     prefix = ids[0][1][:3]
     for where, rid in ids:
         if rid[:3] != prefix:
-            problems.append(f"{where}: id {rid!r} does not use the corpus prefix {prefix!r}")
+            check.style(f"{where}: id {rid!r} does not use the corpus prefix {prefix!r}")
 
 
-def _read_qrels(
-    path: Path, entries: dict, queries: dict, problems: list[str]
-) -> dict[str, dict[str, int]]:
+def _read_qrels(path: Path, entries: dict, queries: dict, check: _Check) -> dict[str, dict[str, int]]:
     qrels: dict[str, dict[str, int]] = {}
     seen: dict[tuple[str, str], str] = {}
     file = path / QRELS_FILE
     if not file.is_file():
-        problems.append(f"{QRELS_FILE}: file missing")
+        check.error(f"{QRELS_FILE}: file missing (an empty file means every query is a negative)")
         return qrels
     for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
         where = f"{QRELS_FILE}:{n}"
         parts = line.split()
-        if len(parts) != 4 or parts[1] != "0" or not re.fullmatch(r"-?[0-9]+", parts[3]):
-            problems.append(
-                f"{where}: malformed line {line!r} (expected '<query id> 0 <entry id> <grade>')"
-            )
+        if not parts:
+            check.style(f"{where}: empty line")
             continue
-        qid, _, eid, grade_text = parts
+        if len(parts) != 4 or not re.fullmatch(r"-?[0-9]+", parts[3]):
+            check.error(f"{where}: malformed line {line!r} (expected '<query id> 0 <entry id> <integer grade>')")
+            continue
+        qid, iteration, eid, grade_text = parts
         grade = int(grade_text)
-        bad = len(problems)
-        if grade not in GRADES:
-            problems.append(f"{where}: grade {grade} outside 1..3")
+        bad = len(check.errors)
+        if iteration != "0":
+            check.style(f"{where}: iteration column {iteration!r} is not 0")
+        if grade < 0:
+            check.error(f"{where}: grade {grade} is negative (0 = judged not relevant, ≥ 1 relevant)")
+        elif grade not in GRADES:
+            check.style(f"{where}: grade {grade} outside 1..3")
         if qid not in queries:
-            problems.append(f"{where}: unknown query {qid!r}")
+            check.error(f"{where}: unknown query {qid!r}")
         if eid not in entries:
-            problems.append(f"{where}: unknown entry {eid!r}")
+            check.error(f"{where}: unknown entry {eid!r}")
         else:
             entry = entries[eid][1]
             if entry.state == "inactive":
-                problems.append(
-                    f"{where}: entry {eid!r} is inactive (forgotten entries may not be judged)"
-                )
+                check.error(f"{where}: entry {eid!r} is inactive (forgotten entries may not be judged)")
             if qid in queries and entry.memory not in queries[qid][1].memories:
-                problems.append(
-                    f"{where}: entry {eid!r} is in memory {entry.memory!r}, "
-                    f"which query {qid!r} does not search"
-                )
+                check.error(f"{where}: entry {eid!r} is in memory {entry.memory!r}, "
+                            f"which query {qid!r} does not search")
         if (qid, eid) in seen:
-            problems.append(
-                f"{where}: duplicate judgement of {eid!r} for {qid!r} (first at {seen[qid, eid]})"
-            )
+            check.error(f"{where}: duplicate judgement of {eid!r} for {qid!r} (first at {seen[qid, eid]})")
         seen.setdefault((qid, eid), where)
-        if len(problems) == bad:
+        if len(check.errors) == bad:
             qrels.setdefault(qid, {})[eid] = grade
     return qrels
 
 
-def _check_answers(entries: dict, queries: dict, qrels: dict, problems: list[str]) -> None:
-    """The rules that tie a query's tags to its judgements."""
+def _check_answers(entries: dict, queries: dict, qrels: dict, check: _Check) -> None:
+    """Bundled style: the rules that tie a query's tags to its judgements."""
     for where, query in queries.values():
         grades = qrels.get(query.id, {})
         answers = [entries[eid][1] for eid, g in grades.items() if g == 3]
         empty_tags = [t for t in EMPTY_ANSWER_TAGS if query.has_tag(t)]
         if empty_tags:
             if grades:
-                problems.append(
-                    f"{where}: query {query.id!r} is tagged {empty_tags[0]} but has "
-                    f"{len(grades)} judgement(s) in {QRELS_FILE}"
-                )
+                check.style(f"{where}: query {query.id!r} is tagged {empty_tags[0]} but has "
+                            f"{len(grades)} judgement(s) in {QRELS_FILE}")
             continue
         if query.has_tag("hard-negative") and all(g == 1 for g in grades.values()):
             continue  # a hard negative with nothing (or only marginal entries) relevant
         if not answers:
-            problems.append(
-                f"{where}: query {query.id!r} has no grade-3 judgement "
-                "(add its answer, or tag it negative, forgotten or hard-negative)"
-            )
+            check.style(f"{where}: query {query.id!r} has no grade-3 judgement "
+                        "(add its answer, or tag it negative, forgotten or hard-negative)")
             continue
         if query.has_tag("multi") and sum(g >= 2 for g in grades.values()) < 2:
-            problems.append(f"{where}: tagged multi but fewer than two entries are graded 2 or 3")
+            check.style(f"{where}: tagged multi but fewer than two entries are graded 2 or 3")
         if query.has_tag("stale") and not any(e.history for e in answers):
-            problems.append(f"{where}: tagged stale but none of its grade-3 answers has a history")
+            check.style(f"{where}: tagged stale but none of its grade-3 answers has a history")
         if query.has_tag("cjk") and not any(e.is_chinese for e in answers):
-            problems.append(f"{where}: tagged cjk but none of its grade-3 answers is Chinese")
+            check.style(f"{where}: tagged cjk but none of its grade-3 answers is Chinese")
         same_language = all(e.is_chinese == (query.lang == "zh") for e in answers)
         if query.has_tag("cross-lingual") and same_language:
-            problems.append(
-                f"{where}: tagged cross-lingual but every grade-3 answer is in the query's language"
-            )
+            check.style(f"{where}: tagged cross-lingual but every grade-3 answer is in the query's language")
+
+
+def _check_bundled_counts(corpus: Corpus, check: _Check) -> None:
+    """Bundled style: the per-corpus targets of FORMAT.md, a split on every query and
+    a datasheet whose generated counts are current."""
+    from . import datasheet
+
+    if any(q.split is None for q in corpus.queries):
+        check.style(f"{QUERIES_FILE}: queries have no split (bundled corpora ship one)")
+    for shortfall in datasheet.shortfalls(datasheet.counts(corpus), corpora=1):
+        check.style(f"{corpus.name}: below the FORMAT.md target: {shortfall}")
+    readme = corpus.path / "README.md"
+    if not readme.is_file():
+        check.style("README.md: file missing (the datasheet)")
+    else:
+        try:
+            stale = datasheet.update_readme(corpus.path, check=True)
+        except ValueError as exc:
+            check.style(f"README.md: {exc}")
+        else:
+            if stale:
+                check.style(f"README.md: counts out of date; run python -m powercontext.eval.datasheet {corpus.path}")

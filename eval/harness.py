@@ -10,7 +10,14 @@
 
 ``sweep`` = ``collect`` (databases and model: load, embed, retrieve once) + ``analyse``
 (offline: replay the grid, metrics, recommendation, cross-backend comparison) +
-``report.write_run``. Each step is public, so a notebook can rerun ``analyse`` with
+``report.write_run``. Any corpus in the format works (``datasets.validate``); one
+without a split gets a seeded stratified dev/test split, and a run of fewer than 200
+queries recommends by 5-fold cross-validation (``folds=`` to choose):
+
+    result = harness.sweep("my-corpus", modes=["fts"])
+    result.recommendations      # the policy per mode, with its held-out estimate ± spread
+    result.crossval             # per fold: the policy chosen on the other folds, scored on this one
+ Each step is public, so a notebook can rerun ``analyse`` with
 another grid or objective on the same collected candidates. Every function has an
 ``a``-prefixed coroutine twin for code already inside an event loop; the sync
 versions also work there (they run the coroutine on a private thread).
@@ -37,8 +44,11 @@ from . import metrics as M
 from .abstention import abstention_table
 from .collect import Collected, collect
 from .compare import explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
+from .crossval import crossvalidate, fold_count, fold_groups, summarise
 from .databases import EvalError
 from .datasets import discover
+from .progress import bar
+from .splits import DEFAULT_SEED
 from .recommend import Objective, Recommendation, choose, choose_joint, sensitivity
 from .retrieval import channels_of
 from .sweep import INITIAL, MODES, POINT_COLUMNS, Grid, Replay, point_values, policy_label
@@ -106,23 +116,50 @@ class SweepResult:
     sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
     out: Path | None = None
     replays: dict[tuple[str, str], Replay] = field(default_factory=dict, repr=False)
+    stages: pd.DataFrame = field(default_factory=pd.DataFrame)  # stage, backend, wall seconds of the whole run
+    folds: int = 0  # k of the cross-validated recommendation; 0 = chosen on dev, reported on test
+    crossval: pd.DataFrame = field(default_factory=pd.DataFrame)  # per fold × mode × backend (crossval.crossvalidate)
+    crossval_summary: pd.DataFrame = field(default_factory=pd.DataFrame)  # held-out mean ± sd per mode × backend
+    splits: pd.DataFrame = field(default_factory=pd.DataFrame)  # corpus, query_id, split, split_origin, fold
+    seed: int = DEFAULT_SEED
+
+    @property
+    def method(self) -> str:
+        """How the recommendation was chosen and estimated, in words."""
+        if self.folds:
+            return f"{self.folds}-fold cross-validation by query (chosen on all queries; estimate held out)"
+        return "chosen on the dev split, reported on the test split"
 
     def recommended(self, mode: str) -> AdmissionPolicy:
         row = self.recommendations.set_index("mode").loc[mode]
         return AdmissionPolicy(int(row["fts_min_terms"]), float(row["fts_min_coverage"]), float(row["vector_min_cosine"]))
 
-    def summary_table(self, split: str = "test") -> pd.DataFrame:
-        """The printed summary: one row per backend × mode × policy on ``split``."""
+    def summary_table(self, split: str | None = None) -> pd.DataFrame:
+        """The printed summary: one row per backend × mode × policy on ``split``
+        (default: test for a dev/test run, all queries for a cross-validated one, whose
+        recommended rows then carry the held-out estimate ± its spread over folds)."""
+        split = split or ("all" if self.folds else "test")
         s = self.summary[self.summary["split"] == split]
         cols = ["backend", "mode", "policy", "label", "ndcg@10", "ndcg@10_ci", "mrr@10", "recall@10", "set_f1",
                 "false_admission", "false_admission_ci", "empty_answer", "hits"]
-        return s[[c for c in cols if c in s.columns]].reset_index(drop=True)
+        table = s[[c for c in cols if c in s.columns]].reset_index(drop=True)
+        if self.folds and len(self.crossval_summary):
+            o = self.objective
+            cv = self.crossval_summary
+            own = cv[(cv["recommendation"] == cv["mode"]) | (cv["recommendation"] == "joint")].assign(
+                policy=lambda d: np.where(d["recommendation"] == "joint", "joint", "recommended"))
+            keep = {f"{m}_{x}": f"heldout_{m}{'' if x == 'mean' else '_sd'}"
+                    for m in (o.metric, o.constraint) for x in ("mean", "sd")}
+            own = own[["backend", "mode", "policy", *keep]].rename(columns=keep)
+            table = table.merge(own, on=["backend", "mode", "policy"], how="left")
+        return table
 
 
 # ---------------------------------------------------------------------------- analysis
 
 
-def _groups(queries: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
+def split_groups(queries: pd.DataFrame) -> tuple[np.ndarray, list[tuple[str, str]]]:
+    """Membership columns (corpus × split, "all" included) of the aggregated sweep."""
     labels, columns = [], []
     for corpus in ["all", *sorted(queries["corpus"].unique())]:
         in_corpus = np.ones(len(queries), bool) if corpus == "all" else (queries["corpus"] == corpus).to_numpy()
@@ -153,14 +190,13 @@ def build_replays(collected: Collected, modes: Sequence[str] | None = None,
 
 
 def sweep_table(replays: dict[tuple[str, str], Replay], queries: pd.DataFrame, grid: Grid,
-                progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The aggregated grid (every point × corpus × split) and the time each
-    (backend, mode) took."""
-    from tqdm.auto import tqdm
-
-    weights, labels = _groups(queries)
+                progress: bool = False, groups: tuple[np.ndarray, list[tuple[str, str]]] | None = None,
+                ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The aggregated grid (every point × group; by default corpus × split) and the
+    time each (backend, mode) took."""
+    weights, labels = groups if groups is not None else split_groups(queries)
     frames, times = [], []
-    for (backend, mode), replay in tqdm(list(replays.items()), desc="sweep", disable=not progress, leave=False):
+    for (backend, mode), replay in bar(progress, iterable=list(replays.items()), desc="sweep", leave=False):
         start = time.perf_counter()
         policies = grid.policies(mode)
         agg = replay.aggregate(policies, grid.limits, weights)
@@ -349,9 +385,54 @@ def cross_backend(collected: Collected, per_query: pd.DataFrame) -> tuple[dict[s
             explain(pools, agreement, recall))
 
 
+def _splits_table(collected: Collected, fold: np.ndarray | None) -> pd.DataFrame:
+    q = collected.queries
+    origin = {c.name: c.split_origin for c in collected.corpora}
+    return pd.DataFrame({"corpus": q["corpus"], "query_id": q["query_id"], "split": q["split"],
+                         "split_origin": q["corpus"].map(origin),
+                         "fold": fold + 1 if fold is not None else 0})
+
+
+def _crossvalidated(replays, queries: pd.DataFrame, grid: Grid, objective: Objective, k: int, seed: int,
+                    modes: Sequence[str], progress: bool):
+    """The fold sweep (only the objective's limit) and the per-fold choices."""
+    from dataclasses import replace
+
+    matrix, labels, fold = fold_groups(queries, k, seed)
+    table, _ = sweep_table(replays, queries, replace(grid, limits=(objective.limit,)), progress, (matrix, labels))
+    folds = crossvalidate(table, modes, objective, k)
+    return folds, summarise(folds, objective), fold
+
+
+def _with_heldout(recommendations: pd.DataFrame, summary: pd.DataFrame, objective: Objective, k: int) -> pd.DataFrame:
+    """Recommendation rows with the held-out estimate (mean over backends of the fold
+    means, the largest spread of any backend)."""
+    recs = recommendations.copy()
+    recs.insert(1, "method", f"{k}-fold CV" if k else "dev/test")
+    if not k:
+        return recs
+    mine = summary[summary["recommendation"] == summary["mode"]]  # each mode's own choice
+    joint = summary[summary["recommendation"] == "joint"]
+    for metric in (objective.metric, objective.constraint):
+        by_mode = mine.groupby("mode")
+        recs[f"heldout_{metric}"] = recs["mode"].map(by_mode[f"{metric}_mean"].mean())
+        recs[f"heldout_{metric}_sd"] = recs["mode"].map(by_mode[f"{metric}_sd"].max())
+        is_joint = recs["mode"] == "joint"
+        recs.loc[is_joint, f"heldout_{metric}"] = joint[f"{metric}_mean"].mean()
+        recs.loc[is_joint, f"heldout_{metric}_sd"] = joint[f"{metric}_sd"].max()
+    recs["fold_policies"] = recs["mode"].map(summary.groupby("recommendation")["policies_chosen"].max())
+    return recs
+
+
 def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Objective(),
-            progress: bool = False) -> SweepResult:
-    """Everything offline: replay the grid, choose, compare. No database is touched."""
+            progress: bool = False, folds: int | str | None = "auto", seed: int = DEFAULT_SEED) -> SweepResult:
+    """Everything offline: replay the grid, choose, compare. No database is touched.
+
+    ``folds``: "auto" (5-fold cross-validation below 200 queries, else the dev/test
+    split), 0 (dev/test) or k ≥ 2. With k folds the recommendation is chosen on every
+    query and its held-out estimate comes from ``crossval``; ``seed`` fixes the folds."""
+    from dataclasses import replace
+
     if objective.limit not in grid.limits:
         grid = Grid(grid.fts_min_terms, grid.fts_min_coverage, grid.vector_min_cosine,
                     tuple(sorted(set(grid.limits) | {objective.limit})))
@@ -359,12 +440,19 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
         raise EvalError(f"the grid reaches limit {grid.max_limit} but candidates were retrieved for limit "
                         f"{collected.max_limit}; collect again with max_limit ≥ {grid.max_limit}")
     queries = collected.queries
+    try:
+        k = fold_count(folds, len(queries))
+    except ValueError as exc:
+        raise EvalError(str(exc)) from exc
+    chooser = replace(objective, split="all") if k else objective
     build_seconds: dict = {}
     replays = build_replays(collected, seconds=build_seconds)
     table, sweep_times = sweep_table(replays, queries, grid, progress)
-    recs = {mode: choose(table, mode, objective) for mode in collected.modes}
-    recs["joint"] = choose_joint(table, collected.modes, objective)
-    recommendations = pd.DataFrame([r.as_dict() for r in recs.values()])
+    recs = {mode: choose(table, mode, chooser) for mode in collected.modes}
+    recs["joint"] = choose_joint(table, collected.modes, chooser)
+    cv_folds, cv_summary, fold = (_crossvalidated(replays, queries, grid, objective, k, seed, collected.modes, progress)
+                                  if k else (pd.DataFrame(), pd.DataFrame(), None))
+    recommendations = _with_heldout(pd.DataFrame([r.as_dict() for r in recs.values()]), cv_summary, objective, k)
     per_query = per_query_table(replays, queries, recs, objective.limit)
     qrels = collected.qrels
     cross, notes = cross_backend(collected, per_query)
@@ -379,11 +467,12 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     timings["build_seconds"] = [build_seconds[(b, m)] for b, m in zip(timings["backend"], timings["mode"])]
     timings["ratio"] = (timings["sweep_seconds"] + timings["build_seconds"]) / timings["retrieval_seconds"]
     return SweepResult(
-        collected=collected, grid=grid, objective=objective, sweep=table, recommendations=recommendations,
+        collected=collected, grid=grid, objective=chooser, sweep=table, recommendations=recommendations,
         per_query=per_query, summary=summary_frame(per_query, qrels), breakdown=breakdown_frame(per_query),
         stats=stats_frame(per_query, qrels), abstention=abstention_frame(replays, queries, collected.candidates),
         cross=cross, notes=notes, timings=timings, replays=replays,
-        sensitivity=sensitivity(table, collected.modes, objective),
+        sensitivity=sensitivity(table, collected.modes, chooser), folds=k, crossval=cv_folds,
+        crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed,
     )
 
 
@@ -402,30 +491,48 @@ def _modes(modes: Sequence[str] | None) -> tuple[str, ...]:
 
 async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
                  out: str | Path | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
-                 progress: bool = True, write: bool = True, **collect_options: Any) -> SweepResult:
+                 progress: bool = True, write: bool = True, folds: int | str | None = "auto",
+                 seed: int = DEFAULT_SEED, style: str = "any", **collect_options: Any) -> SweepResult:
     """Collect (load, embed, retrieve), analyse and, with ``write``, write the run
-    folder ``out`` (default results/sweep-<timestamp>)."""
+    folder ``out`` (default results/sweep-<timestamp>). ``datasets``: a corpus folder,
+    several, or "all" (the bundled ones); ``folds`` and ``seed`` as in ``analyse``
+    (the seed also fixes the split of a corpus that has none); ``style="bundled"``
+    refuses corpora that break the bundled corpora's conventions."""
     from .report import default_out, write_run
 
     out = Path(out) if out is not None else default_out()
     collected = await collect(resolve_datasets(datasets), backends=tuple(backends), modes=_modes(modes), out=out,
-                              max_limit=max(grid.max_limit, objective.limit), progress=progress, **collect_options)
-    result = analyse(collected, grid, objective, progress)
+                              max_limit=max(grid.max_limit, objective.limit), progress=progress, style=style,
+                              split_seed=seed, **collect_options)
+    start = time.perf_counter()
+    result = analyse(collected, grid, objective, progress, folds=folds, seed=seed)
+    result.stages = _stages(collected, "analyse", time.perf_counter() - start)
     result.out = out
     if write:
+        start = time.perf_counter()
         write_run(result, out)
+        result.stages = pd.concat([result.stages, pd.DataFrame([dict(stage="report", backend="",
+                                                                     seconds=time.perf_counter() - start)])],
+                                  ignore_index=True)
     return result
+
+
+def _stages(collected: Collected, stage: str, seconds: float) -> pd.DataFrame:
+    row = pd.DataFrame([dict(stage=stage, backend="", seconds=seconds)])
+    return pd.concat([collected.stages, row], ignore_index=True) if len(collected.stages) else row
 
 
 def sweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
           out: str | Path | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
-          progress: bool = True, write: bool = True, **collect_options: Any) -> SweepResult:
+          progress: bool = True, write: bool = True, folds: int | str | None = "auto", seed: int = DEFAULT_SEED,
+          style: str = "any", **collect_options: Any) -> SweepResult:
     """Sync ``asweep``."""
-    return _sync(asweep(datasets, backends, modes, out, grid, objective, progress, write, **collect_options))
+    return _sync(asweep(datasets, backends, modes, out, grid, objective, progress, write, folds, seed, style,
+                        **collect_options))
 
 
 async def asummary(dataset: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
-                   split: str = "test", **options: Any) -> pd.DataFrame:
+                   split: str | None = None, **options: Any) -> pd.DataFrame:
     options.setdefault("progress", False)
     if options.get("out") is None:
         import tempfile
@@ -440,11 +547,12 @@ async def asummary(dataset: Any = None, backends: Sequence[str] = ("sqlite",), m
 
 
 def summary(dataset: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
-            split: str = "test", **options: Any) -> pd.DataFrame:
-    """The summary DataFrame of a sweep over ``dataset`` (a path, paths or "all"): one
-    row per backend × mode × policy (recommended, joint, initial, no-admission) with
-    nDCG@10, MRR@10, recall@10, SetF, false-admission and empty-answer rates on
-    ``split``, with 95 % bootstrap CIs."""
+            split: str | None = None, **options: Any) -> pd.DataFrame:
+    """The summary DataFrame of a sweep over ``dataset`` (any corpus folder, several,
+    or "all"): one row per backend × mode × policy (recommended, joint, initial,
+    no-admission) with nDCG@10, MRR@10, recall@10, SetF, false-admission and
+    empty-answer rates on ``split`` (see ``SweepResult.summary_table``), with 95 %
+    bootstrap CIs, and the held-out estimate when the run cross-validated."""
     return _sync(asummary(dataset, backends, modes, split, **options))
 
 

@@ -6,7 +6,9 @@ limit (8). nDCG@10 already charges an over-strict policy (a positive query with
 nothing admitted scores 0), the constraint charges a lax one. Among the feasible
 policies within ``tolerance`` of the best nDCG@10, the lowest false-admission rate
 wins, then the highest SetF, then the grid order. If no policy is feasible, the one
-with the lowest false-admission rate is returned and flagged.
+with the lowest false-admission rate is returned and flagged. A corpus without
+empty-answer queries has no false-admission rate (NaN): the bound cannot be checked
+there, so it does not exclude anything.
 
 ``choose_joint`` picks the single ``AdmissionPolicy`` the library should default to:
 the same objective averaged over the modes (fts, vector, hybrid), each mode reading
@@ -19,13 +21,14 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from powercontext.memory.admission import AdmissionPolicy
 
 from .sweep import MODE_CHANNELS, policy_label
 
-__all__ = ["Objective", "Recommendation", "choose", "choose_joint", "policy_from", "sensitivity"]
+__all__ = ["Objective", "Recommendation", "choose", "choose_joint", "point_rows", "policy_from", "sensitivity"]
 
 PARAMS = ["fts_min_terms", "fts_min_coverage", "vector_min_cosine"]
 
@@ -91,6 +94,18 @@ def _slice(sweep: pd.DataFrame, objective: Objective, mode: str) -> pd.DataFrame
     return rows
 
 
+def point_rows(sweep: pd.DataFrame, policy: AdmissionPolicy, mode: str, limit: int, split: str,
+               corpus: str = "all") -> pd.DataFrame:
+    """The sweep rows (one per backend) of ``policy`` at ``limit`` in ``mode``: the
+    thresholds the mode uses must match, the others are NaN in the sweep."""
+    rows = sweep[(sweep["mode"] == mode) & (sweep["corpus"] == corpus) & (sweep["split"] == split)
+                 & (sweep["limit"] == limit)]
+    for name, channel in zip(PARAMS, ("fts", "fts", "vector")):
+        if channel in MODE_CHANNELS[mode]:
+            rows = rows[np.isclose(rows[name].astype(float), float(getattr(policy, name)))]
+    return rows
+
+
 def _per_policy(rows: pd.DataFrame, objective: Objective, keys: Sequence[str]) -> pd.DataFrame:
     g = rows.groupby(list(keys), dropna=False, sort=True)
     return pd.DataFrame({
@@ -101,7 +116,7 @@ def _per_policy(rows: pd.DataFrame, objective: Objective, keys: Sequence[str]) -
 
 
 def _pick(table: pd.DataFrame, objective: Objective) -> tuple[pd.Series, bool, int]:
-    feasible = table[table["constraint"] <= objective.bound + 1e-12]
+    feasible = table[table["constraint"].isna() | (table["constraint"] <= objective.bound + 1e-12)]
     if feasible.empty:
         best = table.sort_values(["constraint", "objective"], ascending=[True, False], kind="stable").iloc[0]
         return best, False, 0

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import metrics as M
+from . import runfiles
 from .plots import Png, plot_frontier, plot_limits, plot_thresholds
 from .sweep import INITIAL
 
@@ -44,8 +45,9 @@ def _csv(df: pd.DataFrame, path: Path) -> None:
     df.to_csv(path, index=False, float_format="%.6g")
 
 
-def format_summary(result: Any, split: str = "test") -> str:
-    """The console table: backend × mode × policy on ``split``."""
+def format_summary(result: Any, split: str | None = None) -> str:
+    """The console table: backend × mode × policy on ``split`` (see ``summary_table``)."""
+    split = split or ("all" if result.folds else "test")
     t = result.summary_table(split).copy()
     for col in t.columns:
         if t[col].dtype.kind == "f":
@@ -54,10 +56,18 @@ def format_summary(result: Any, split: str = "test") -> str:
                           "ndcg@10_ci": "nDCG 95% CI", "set_f1": "SetF"})
     rec = result.recommendations
     lines = [f"objective: {result.objective.describe()}", ""]
-    for r in rec.itertuples():
-        flag = "" if r.feasible else "  (NO policy met the bound: lowest false admission shown)"
-        lines.append(f"recommended {r.mode:7s}: {r.label}  dev {result.objective.metric}={r.objective:.3f} "
-                     f"{result.objective.constraint}={r.constraint:.3f}{flag}")
+    o = result.objective
+    if result.folds:
+        lines.insert(1, f"method: {result.method}")
+    for r in rec.to_dict("records"):
+        flag = "" if r["feasible"] else "  (NO policy met the bound: lowest false admission shown)"
+        lines.append(f"recommended {r['mode']:7s}: {r['label']}  {o.split} {o.metric}={r['objective']:.3f} "
+                     f"{o.constraint}={r['constraint']:.3f}{flag}")
+        if result.folds:
+            lines.append(f"  {result.folds}-fold held out: {o.metric} {r[f'heldout_{o.metric}']:.3f} "
+                         f"± {r[f'heldout_{o.metric}_sd']:.3f}, {o.constraint} {r[f'heldout_{o.constraint}']:.3f} "
+                         f"± {r[f'heldout_{o.constraint}_sd']:.3f} (the folds chose {int(r['fold_policies'])} "
+                         f"distinct polic{'y' if r['fold_policies'] == 1 else 'ies'})")
     lines += ["", f"{split} split:", t.to_string(index=False)]
     timing = result.timings
     if not timing.empty:
@@ -84,7 +94,12 @@ def summary_json(result: Any) -> dict:
         "objective": {**result.objective.__dict__, "statement": result.objective.describe()},
         "initial": {"fts_min_terms": INITIAL.fts_min_terms, "fts_min_coverage": INITIAL.fts_min_coverage,
                     "vector_min_cosine": INITIAL.vector_min_cosine},
+        "method": result.method,
+        "folds": result.folds,
+        "seed": result.seed,
+        "split_origin": {x.name: x.split_origin for x in c.corpora},
         "recommendations": _records(result.recommendations),
+        "crossval": _records(result.crossval_summary),
         "summary_test": _records(test.drop(columns=[x for x in test.columns if x.endswith("_ci")])),
         "timings": _records(result.timings),
         "loads": _records(c.loads),
@@ -126,6 +141,13 @@ def write_run(result: Any, out: str | Path) -> Path:
     _csv(result.timings, out / "timings.csv")
     _csv(result.sensitivity, out / "bound_sensitivity.csv")
     _csv(c.loads, out / "loads.csv")
+    runfiles.write(result, out)  # qrels.trec + runs/<backend>-<mode>-<policy>.run, for trec_eval / ranx
+    _csv(result.splits, out / "splits.csv")  # the (possibly assigned) split and fold of every query: reproducible
+    if result.folds:
+        _csv(result.crossval, out / "crossval_folds.csv")
+        _csv(result.crossval_summary, out / "crossval.csv")
+    if len(result.stages):
+        _csv(result.stages, out / "stages.csv")
     for name, df in result.cross.items():
         _csv(df, out / f"cross_backend_{name}.csv")
     (out / "summary.json").write_text(json.dumps(summary_json(result), indent=2, ensure_ascii=False, default=str))

@@ -121,10 +121,44 @@ def test_policy_parsing():
 
 def test_invalid_dataset_points_at_the_line(tiny, capsys):
     lines = (tiny / "queries.jsonl").read_text().splitlines()
-    lines[1] = lines[1].replace('"lexical"', '"lexicall"')
+    lines[1] = lines[1].replace('"memories": ["repo"]', '"memories": ["rep"]')
     (tiny / "queries.jsonl").write_text("\n".join(lines) + "\n")
     assert main(["sweep", "--dataset", str(tiny), "--modes", "fts", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "2 problem(s)" in err and "queries.jsonl:2: searches memory 'rep', which has no entries" in err
+    assert "qrels.trec:2: entry 'tny-0001' is in memory 'repo', which query 'tny-q002' does not search" in err
+
+
+def test_a_corpus_that_only_breaks_bundled_style_sweeps_with_one_line(tiny, tmp_path, capsys):
+    lines = (tiny / "queries.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"lexical"', '"lexicall"')
+    (tiny / "queries.jsonl").write_text("\n".join(lines) + "\n")
+    out = tmp_path / "run"
+    assert main(["sweep", "--dataset", str(tiny), "--modes", "fts", "--no-progress", "--out", str(out), *SMALL]) == 0
+    captured = capsys.readouterr()
+    notes = [line for line in captured.err.splitlines() if "bundled-style note" in line]
+    assert notes == [f"{tiny}: 1 bundled-style note(s) skipped (list them: python -m powercontext.eval validate "
+                     f"{tiny} --style bundled)"]
+    report = (out / "report.html").resolve()
+    assert f"report: {report}" in captured.out and report.as_uri() in captured.out
+    assert "peak RSS" in captured.out and "wall time" in captured.out
+    assert main(["sweep", "--dataset", str(tiny), "--modes", "fts", "--no-progress", "--style", "bundled"]) == 2
     assert "queries.jsonl:2: unknown tag 'lexicall'" in capsys.readouterr().err
+
+
+def test_validate_lists_every_problem_or_says_valid(tiny, tmp_path, capsys):
+    assert main(["validate", str(tiny)]) == 0
+    assert capsys.readouterr().out.strip() == (
+        f"{tiny}: valid (13 entries in 2 memories, 16 queries with a split, 14 judgements)")
+    assert main(["validate", str(tiny), "--style", "bundled"]) == 2
+    err = capsys.readouterr().err
+    assert "below the FORMAT.md target: entries: 13 < 210" in err and err.startswith("error: ")
+    broken = write_corpus(tmp_path / "broken")
+    (broken / "qrels.trec").write_text("tny-q001 0 tny-0007 3\ntny-q001 0 tny-0099 x\n")
+    assert main(["validate", str(broken), str(tiny)]) == 2
+    captured = capsys.readouterr()
+    assert "qrels.trec:1: entry 'tny-0007' is inactive" in captured.err and "qrels.trec:2: malformed line" in captured.err
+    assert f"{tiny}: valid" in captured.out  # every folder is checked
 
 
 def test_unreachable_server_is_a_clear_error(tiny, tmp_path, monkeypatch, capsys):

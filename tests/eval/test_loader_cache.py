@@ -3,9 +3,11 @@ cache that lets both databases share one embedding of every text."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
-from powercontext.eval.datasets import load
+from powercontext.eval.datasets import DatasetError, MemoryRecord, load
 from powercontext.eval.embedcache import CachingEmbedding, profile_key
 from powercontext.eval.loader import LoadError, load_corpus
 
@@ -42,7 +44,12 @@ async def test_load_writes_history_forgets_inactive_and_maps_ids(open_service, t
 
 async def test_identical_first_texts_are_refused_not_silently_merged(open_service, tmp_path):
     twin = dict(ENTRIES[2], id="tny-0099")
-    corpus = load(write_corpus(tmp_path / "twin", entries=[*ENTRIES, twin], queries=QUERIES, qrels=QRELS))
+    folder = write_corpus(tmp_path / "twin", entries=[*ENTRIES, twin], queries=QUERIES, qrels=QRELS)
+    with pytest.raises(DatasetError, match="entry 'tny-0099' starts with the same kind, text and sources as 'tny-0003'"):
+        load(folder)  # validation refuses it before any database is touched
+    # and the loader still checks what the database holds, for a corpus that bypassed validation
+    corpus = load(write_corpus(tmp_path / "ok"))
+    corpus = dataclasses.replace(corpus, memories=(*corpus.memories, MemoryRecord(**{**twin, "history": ()})))
     svc = await open_service(ids=SequentialIds("tny"))
     with pytest.raises(LoadError, match="tny-0003 and tny-0099"):
         await load_corpus(svc, corpus)

@@ -1,0 +1,63 @@
+"""Standard TREC files in the run folder, so any IR toolkit can re-score a sweep.
+
+``runs/<backend>-<mode>-<policy>.run`` holds, for every query, the hits that an online
+search with that named policy (recommended, joint, initial = the RFC's constants,
+default = the library's, no-admission) returned at the objective's limit, one line per
+hit in the TREC run format::
+
+    <query id> Q0 <entry id> <rank> <score> pc-<backend>-<mode>-<policy>
+
+``qrels.trec`` holds the judgements the metrics used (grade ≥ 1; a grade-0 line
+carries no gain in any reported metric), ``<query id> 0 <entry id> <grade>``.
+
+The score column is ``limit + 1 − rank``, NOT the fused RRF score: TREC tools re-sort a
+run by score and break ties on the document id, while the service breaks RRF ties on
+its own ids (the RFC tie-break), which a TREC file does not carry. Scores that encode
+the order make ``trec_eval``, ir_measures or ranx read exactly the ranking the harness
+evaluated. A query with no admitted hit has no line (``trec_eval -c`` and ranx count it
+as zero, as the harness does).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["QRELS_NAME", "RUNS_DIR", "run_path", "write_qrels", "write_runs"]
+
+RUNS_DIR, QRELS_NAME = "runs", "qrels.trec"
+
+
+def run_path(out: str | Path, backend: str, mode: str, policy: str) -> Path:
+    return Path(out) / RUNS_DIR / f"{backend}-{mode}-{policy}.run"
+
+
+def write_qrels(qrels: dict[str, dict[str, int]], path: Path) -> Path:
+    lines = [f"{qid} 0 {eid} {grade}\n" for qid, judged in qrels.items() for eid, grade in judged.items() if grade >= 1]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def write_runs(per_query: pd.DataFrame, out: str | Path, limit: int) -> list[Path]:
+    """One run file per backend × mode × named policy of ``per_query`` (its ``ranking``
+    column holds each query's hits in order)."""
+    written = []
+    (Path(out) / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+    for (backend, mode, policy), group in per_query.groupby(["backend", "mode", "policy"], sort=False):
+        tag = f"pc-{backend}-{mode}-{policy}"
+        lines = [f"{qid} Q0 {eid} {rank} {limit + 1 - rank} {tag}\n"
+                 for qid, ranking in zip(group["query_id"], group["ranking"])
+                 for rank, eid in enumerate(ranking, start=1)]
+        path = run_path(out, backend, mode, policy)
+        path.write_text("".join(lines), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def write(result: Any, out: str | Path) -> list[Path]:
+    """The qrels and every named policy's run of a SweepResult."""
+    out = Path(out)
+    write_qrels(result.collected.qrels, out / QRELS_NAME)
+    return write_runs(result.per_query, out, result.objective.limit)
