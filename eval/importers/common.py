@@ -1,0 +1,293 @@
+"""What every importer shares: reading upstream files with errors that name the file
+and the first missing field, and writing a corpus in our format (datasets/FORMAT.md)
+with a datasheet stub.
+
+``CorpusBuilder`` keeps the format's rules so importers do not have to:
+
+* ids are made valid for the service (printable ASCII without spaces, ≤ 128) and
+  unique; an id that had to change keeps the upstream one in ``meta``;
+* a text over the service's 8 KiB limit is split at whitespace into parts, each its
+  own entry (``<id>.p2`` …), and a judgement of the text applies to every part;
+* two entries of one memory with the same text and sources are ONE entry for the
+  service (it stores content once), so the second becomes an alias of the first and
+  its judgements go to the first (the higher grade wins);
+* the written folder is validated (``datasets.validate``) before the importer returns,
+  and the datasheet's counts section is generated.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from powercontext.backends.rules import MAX_TEXT_BYTES
+from powercontext.canonical import MAX_ID_LENGTH, nfc
+from powercontext.errors import PowerContextError
+
+from .. import datasheet
+from ..datasets import MEMORIES_FILE, QRELS_FILE, QUERIES_FILE, validate
+
+__all__ = ["CorpusBuilder", "Datasheet", "ImporterError", "LayoutError", "need", "read_json", "read_jsonl",
+           "split_text"]
+
+
+class ImporterError(PowerContextError, ValueError):
+    """An import cannot run as asked (the message says why and what to do)."""
+
+
+class LayoutError(ImporterError):
+    """The source is not in the upstream layout: the message names the file and the
+    first missing or mistyped field."""
+
+
+_TYPE_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", (str, int): "a string or number"}
+
+
+def need(obj: Any, key: str, file: str | Path, where: str, kind: type | tuple | None = None) -> Any:
+    """``obj[key]``, or a LayoutError naming ``file``, the place and the field."""
+    name = Path(file).name
+    if not isinstance(obj, dict):
+        raise LayoutError(f"{name}: {where}: expected an object with field '{key}', got {type(obj).__name__}")
+    if key not in obj:
+        raise LayoutError(f"{name}: {where}: missing field '{key}'")
+    value = obj[key]
+    if kind is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+        wanted = _TYPE_NAMES.get(kind, str(kind))
+        raise LayoutError(f"{name}: {where}: field '{key}' must be {wanted}, got {type(value).__name__}")
+    return value
+
+
+def read_json(path: Path) -> Any:
+    if not path.is_file():
+        raise LayoutError(f"{path}: file missing")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise LayoutError(f"{path.name}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
+
+
+def read_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
+    """``(line number, object)`` per non-empty line."""
+    if not path.is_file():
+        raise LayoutError(f"{path}: file missing")
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise LayoutError(f"{path.name}:{n}: invalid JSON ({exc.msg})") from exc
+            if not isinstance(obj, dict):
+                raise LayoutError(f"{path.name}:{n}: expected a JSON object, got {type(obj).__name__}")
+            yield n, obj
+
+
+def split_text(text: str, limit: int = MAX_TEXT_BYTES) -> list[str]:
+    """``text`` (NFC, stripped) cut at whitespace into parts of at most ``limit`` UTF-8
+    bytes; a single word longer than that is cut inside."""
+    text = nfc(text).strip()
+    if len(text.encode("utf-8")) <= limit:
+        return [text] if text else []
+    parts, current = [], ""
+    for word in re.split(r"(\s+)", text):
+        candidate = current + word
+        if len(candidate.encode("utf-8")) <= limit:
+            current = candidate
+            continue
+        if current.strip():
+            parts.append(current.strip())
+        current = word.lstrip()
+        while len(current.encode("utf-8")) > limit:  # one very long word
+            cut = limit
+            while len(current[:cut].encode("utf-8")) > limit:
+                cut -= 1
+            parts.append(current[:cut])
+            current = current[cut:]
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+def safe_id(raw: str) -> str:
+    """A valid service id derived from ``raw`` (spaces and non-ASCII become ``_``)."""
+    s = "".join(c if 33 <= ord(c) <= 126 else "_" for c in str(raw))
+    return (s or "_")[:MAX_ID_LENGTH]
+
+
+@dataclass
+class Datasheet:
+    """The stub README.md of an imported corpus."""
+
+    title: str
+    origin: str  # where the data comes from (paper, repository)
+    licence: str
+    source: str  # the file or folder it was imported from
+    mapping: list[str] = field(default_factory=list)  # how upstream fields became entries, queries, qrels
+    notes: list[str] = field(default_factory=list)  # what was dropped, merged, split
+
+    def render(self) -> str:
+        lines = [f"# {self.title} — datasheet (imported)", "",
+                 "Written by `python -m powercontext.eval import`; edit the prose, never the counts.", "",
+                 "## Origin and licence", "", f"- origin: {self.origin}", f"- licence: {self.licence}",
+                 f"- imported from: `{self.source}`", "",
+                 "The licence of the upstream data applies to this folder. Do not commit it to a repository "
+                 "whose licence it does not allow.", "", "## How it was mapped", ""]
+        lines += [f"- {m}" for m in self.mapping]
+        if self.notes:
+            lines += ["", "## What the import changed", ""] + [f"- {n}" for n in self.notes]
+        lines += ["", "## Counts", "", datasheet.BEGIN, datasheet.END, ""]
+        return "\n".join(lines)
+
+
+class CorpusBuilder:
+    """Collects entries, queries and judgements, then writes and validates a corpus."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, dict] = {}
+        self._by_content: dict[tuple, str] = {}
+        self._alias: dict[str, list[str]] = {}  # upstream key -> entry ids
+        self._queries: dict[str, dict] = {}
+        self._qrels: dict[str, dict[str, int]] = {}
+        self.merged = 0  # entries that were aliases of an identical one
+        self.split_parts = 0  # entries made by splitting an over-long text
+        self.renamed = 0  # ids that had to change to be valid
+        self.empty = 0  # upstream texts that were empty
+
+    def _unique(self, raw: str, taken: Mapping[str, Any]) -> str:
+        base = safe_id(raw)
+        if base != raw:
+            self.renamed += 1
+        candidate, n = base, 1
+        while candidate in taken:
+            n += 1
+            suffix = f"~{n}"
+            candidate = base[: MAX_ID_LENGTH - len(suffix)] + suffix
+        return candidate
+
+    def entry(self, key: str, memory: str, text: str, sources: Sequence[str] = (), kind: str | None = None,
+              meta: Mapping[str, Any] | None = None) -> list[str]:
+        """Add the entry known upstream as ``key``; returns the entry ids it became
+        (several when the text was split, an earlier one when it is a duplicate, none
+        when it is empty). ``ids_of(key)`` returns the same later."""
+        parts = split_text(text)
+        if not parts:
+            self.empty += 1
+            self._alias[key] = []
+            return []
+        sources = tuple(sorted({safe_id(s) for s in sources}))
+        ids = []
+        for i, part in enumerate(parts):
+            content = (memory, kind or "fact", part, sources)
+            if content in self._by_content:
+                self.merged += 1
+                ids.append(self._by_content[content])
+                continue
+            raw = key if len(parts) == 1 else f"{key}.p{i + 1}"
+            eid = self._unique(raw, self._entries)
+            row: dict[str, Any] = {"id": eid, "memory": memory, "text": part}
+            if kind:
+                row["kind"] = kind
+            if sources:
+                row["sources"] = list(sources)
+            extra = dict(meta or {})
+            if eid != raw:
+                extra["upstream_id"] = key
+            if len(parts) > 1:
+                extra["part"] = f"{i + 1}/{len(parts)}"
+            if extra:
+                row["meta"] = extra
+            self._entries[eid] = row
+            self._by_content[content] = eid
+            if len(parts) > 1:
+                self.split_parts += 1
+            ids.append(eid)
+        self._alias[key] = list(dict.fromkeys(ids))
+        return self._alias[key]
+
+    def ids_of(self, key: str) -> list[str] | None:
+        """The entry ids of an upstream key (None if it was never added)."""
+        return self._alias.get(key)
+
+    def query(self, key: str, text: str, memories: Sequence[str], tags: Sequence[str] = (), lang: str | None = None,
+              meta: Mapping[str, Any] | None = None) -> str:
+        qid = self._unique(key, self._queries)
+        row: dict[str, Any] = {"id": qid, "text": nfc(str(text)).strip(), "memories": list(dict.fromkeys(memories))}
+        if lang:
+            row["lang"] = lang
+        if tags:
+            row["tags"] = list(dict.fromkeys(tags))
+        extra = dict(meta or {})
+        if qid != key:
+            extra["upstream_id"] = key
+        if extra:
+            row["meta"] = extra
+        self._queries[qid] = row
+        return qid
+
+    def judge(self, qid: str, entry_ids: Iterable[str], grade: int) -> None:
+        """Judge entries for a query; the same pair judged twice keeps the higher grade."""
+        judged = self._qrels.setdefault(qid, {})
+        for eid in entry_ids:
+            judged[eid] = max(grade, judged.get(eid, grade))
+
+    def set_splits(self, split_of: Mapping[str, str]) -> None:
+        """Give queries a split (``dev``/``test``); the format wants one on every query or none."""
+        for qid, split in split_of.items():
+            if qid in self._queries:
+                self._queries[qid]["split"] = split
+
+    def drop_query(self, qid: str) -> None:
+        self._queries.pop(qid, None)
+        self._qrels.pop(qid, None)
+
+    def judged(self, qid: str) -> dict[str, int]:
+        return dict(self._qrels.get(qid, {}))
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        return len(self._entries), len(self._queries)
+
+    def write(self, out: Path, sheet: Datasheet, force: bool = False) -> Path:
+        """Write the corpus and its datasheet into ``out`` (refusing a non-empty folder
+        unless ``force``), validate it and fill in the datasheet's counts."""
+        out = Path(out)
+        if out.exists() and any(out.iterdir()) and not force:
+            raise ImporterError(f"{out} exists and is not empty: choose a new folder (or pass --force to overwrite)")
+        if not self._entries:
+            raise ImporterError("the source holds no entry with text: nothing to import")
+        if not self._queries:
+            raise ImporterError("the source holds no query that could be judged: nothing to import")
+        out.mkdir(parents=True, exist_ok=True)
+        with (out / MEMORIES_FILE).open("w", encoding="utf-8") as fh:
+            for row in self._entries.values():
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        with (out / QUERIES_FILE).open("w", encoding="utf-8") as fh:
+            for row in self._queries.values():
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        with (out / QRELS_FILE).open("w", encoding="utf-8") as fh:
+            for qid in self._queries:
+                for eid, grade in self._qrels.get(qid, {}).items():
+                    fh.write(f"{qid} 0 {eid} {grade}\n")
+        if self.merged:
+            sheet.notes.append(f"{self.merged} upstream text(s) repeated an earlier one in the same memory with the "
+                               "same sources; they were merged into that entry (the service stores content once) "
+                               "and their judgements moved to it")
+        if self.split_parts:
+            sheet.notes.append(f"texts over the service's {MAX_TEXT_BYTES}-byte limit were split at whitespace into "
+                               f"{self.split_parts} parts (ids `<id>.pN`); a judgement of such a text applies to "
+                               "every part")
+        if self.renamed:
+            sheet.notes.append(f"{self.renamed} id(s) were not valid service ids (printable ASCII, no spaces, "
+                               f"≤ {MAX_ID_LENGTH}) or collided; they were rewritten and the upstream id kept in "
+                               "`meta.upstream_id`")
+        if self.empty:
+            sheet.notes.append(f"{self.empty} upstream text(s) were empty and were skipped")
+        (out / "README.md").write_text(sheet.render(), encoding="utf-8")
+        validate(out)  # the builder's rules make this pass; a failure here is a bug worth seeing
+        datasheet.update_readme(out)
+        return out
+
