@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup test eval notebooks clean soak-runtime
+.PHONY: setup test eval scale notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -28,6 +28,11 @@ soak-runtime: $(STAMP)
 
 eval: $(STAMP)
 	$(PY) -m powercontext.eval sweep --all
+
+# A LoCoMo-sized corpus (6,000 entries, 500 queries) imported and swept on both databases; prints
+# wall time, peak memory and per-stage times (benchmarks/scale_bench.py). Not part of `make test`.
+scale: $(STAMP)
+	$(PY) benchmarks/scale_bench.py
 
 # Re-execute the tutorial notebooks in place (outputs stored) after a deliberate change;
 # `make test` then checks them with strict nbval. No timing metadata, so reruns diff cleanly.
