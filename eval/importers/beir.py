@@ -37,7 +37,7 @@ import csv
 from pathlib import Path
 from typing import Sequence
 
-from .common import CorpusBuilder, Datasheet, ImporterError, LayoutError, need, read_jsonl
+from .common import CorpusBuilder, Datasheet, ImporterError, LayoutError, add_graded_queries, need, read_jsonl
 
 __all__ = ["import_beir"]
 
@@ -95,31 +95,15 @@ def import_beir(src: str | Path, out: str | Path, splits: Sequence[str] = ("test
         qid = str(need(obj, "_id", folder / "queries.jsonl", f"line {n}", (str, int)))
         if qid in wanted:
             texts[qid] = need(obj, "text", folder / "queries.jsonl", f"line {n}", str)
-    unknown_docs = zero = unjudged = 0
     split_of: dict[str, str] = {}
-    keys: dict[str, str] = {}
-    for split, rows in qrels.items():
-        for qid, doc_id, score in rows:
-            if qid not in texts or not texts[qid].strip():
-                continue
-            if split_of.setdefault(qid, split) != split:
-                continue  # judged in an earlier split file
-            if qid not in keys:
-                keys[qid] = build.query(qid, texts[qid], [memory], meta={"beir_split": split})
-            if score < 1:
-                zero += 1
-                continue
-            ids = build.ids_of(doc_id)
-            if ids is None:
-                unknown_docs += 1
-                continue
-            build.judge(keys[qid], ids, score)
-    for qid, key in keys.items():
-        if not build.judged(key):
-            build.drop_query(key)
-            unjudged += 1
+    rows = []
+    for split, judged in qrels.items():
+        for qid, doc_id, score in judged:
+            if split_of.setdefault(qid, split) == split:  # a query judged in an earlier split file keeps that one
+                rows.append((qid, doc_id, score))
+    keys, left_out = add_graded_queries(build, rows, texts, memory, {q: {"beir_split": s} for q, s in split_of.items()})
     if len(splits) > 1:
-        build.set_splits({keys[q]: s for q, s in split_of.items() if q in keys})
+        build.set_splits({keys[q]: split_of[q] for q in keys})
     missing_text = len(wanted - texts.keys())
     sheet = Datasheet(
         title=f"BEIR {folder.name}",
@@ -129,16 +113,17 @@ def import_beir(src: str | Path, out: str | Path, splits: Sequence[str] = ("test
         source=str(folder),
         mapping=[
             f"{docs} documents of corpus.jsonl → entries of one Memory `{memory}` (title, blank line, text)",
-            f"queries judged in qrels/{{{','.join(splits)}}}.tsv → queries; scores ≥ 1 → grades",
+            f"queries judged in {' and '.join(f'qrels/{s}.tsv' for s in splits)} → queries; scores ≥ 1 → grades",
             ("BEIR's dev/test qrels files → our dev/test split" if len(splits) > 1 else
              "no split: the harness assigns a seeded stratified one, or cross-validates when there are few queries"),
             "no negatives (BEIR judges only relevant documents): false admission is undefined on this corpus",
         ],
         notes=[n for n in (
-            f"{zero} judgement(s) with score 0 were dropped" if zero else "",
-            f"{unjudged} quer(ies) had no judgement of score ≥ 1 left and were not imported" if unjudged else "",
-            f"{unknown_docs} judgement(s) named a document missing from corpus.jsonl and were dropped"
-            if unknown_docs else "",
+            f"{left_out.not_relevant} judgement(s) with score 0 were dropped" if left_out.not_relevant else "",
+            f"{left_out.unjudged} quer(ies) had no judgement of score ≥ 1 left and were not imported"
+            if left_out.unjudged else "",
+            f"{left_out.unknown_documents} judgement(s) named a document missing from corpus.jsonl and were dropped"
+            if left_out.unknown_documents else "",
             f"{missing_text} judged quer(ies) were missing from queries.jsonl" if missing_text else "",
         ) if n],
     )

@@ -30,8 +30,8 @@ from powercontext.errors import PowerContextError
 from .. import datasheet
 from ..datasets import MEMORIES_FILE, QRELS_FILE, QUERIES_FILE, validate
 
-__all__ = ["CorpusBuilder", "Datasheet", "ImporterError", "LayoutError", "need", "read_json", "read_jsonl",
-           "split_text"]
+__all__ = ["CorpusBuilder", "Datasheet", "GradedCounts", "ImporterError", "LayoutError", "add_graded_queries", "need",
+           "read_json", "read_jsonl", "split_text"]
 
 
 class ImporterError(PowerContextError, ValueError):
@@ -291,3 +291,44 @@ class CorpusBuilder:
         datasheet.update_readme(out)
         return out
 
+
+
+@dataclass
+class GradedCounts:
+    """What ``add_graded_queries`` left out, for the datasheet."""
+
+    not_relevant: int = 0  # judgements with grade ≤ 0
+    unknown_documents: int = 0  # judgements of a document the collection does not hold
+    unknown_queries: int = 0  # judgements of a query with no text
+    unjudged: int = 0  # queries left without a judgement of grade ≥ 1
+
+
+def add_graded_queries(build: CorpusBuilder, judgements: Iterable[tuple[str, str, int]], texts: Mapping[str, str],
+                       memory: str, meta: Mapping[str, Mapping[str, Any]] | None = None,
+                       ) -> tuple[dict[str, str], GradedCounts]:
+    """Queries of a judged collection (BEIR, TREC): one per query id that has text and
+    at least one judgement of grade ≥ 1, searching ``memory``, judged with those
+    grades. A pool judges only some documents, so a query with none relevant is not a
+    negative and is left out. Returns ({upstream query id: query id}, what was left out)."""
+    keys: dict[str, str] = {}
+    counts = GradedCounts()
+    for qid, doc_id, grade in judgements:
+        if not texts.get(qid, "").strip():
+            counts.unknown_queries += 1
+            continue
+        if qid not in keys:
+            keys[qid] = build.query(qid, texts[qid], [memory], meta=(meta or {}).get(qid))
+        if grade < 1:
+            counts.not_relevant += 1
+            continue
+        ids = build.ids_of(doc_id)
+        if ids is None:
+            counts.unknown_documents += 1
+            continue
+        build.judge(keys[qid], ids, grade)
+    for qid, key in list(keys.items()):
+        if not build.judged(key):
+            build.drop_query(key)
+            del keys[qid]
+            counts.unjudged += 1
+    return keys, counts

@@ -49,7 +49,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .common import CorpusBuilder, Datasheet, ImporterError, LayoutError, read_jsonl
+from .common import CorpusBuilder, Datasheet, ImporterError, LayoutError, add_graded_queries, read_jsonl
 
 __all__ = ["FIELDS", "import_trec", "read_topics"]
 
@@ -200,26 +200,7 @@ def import_trec(src: str | Path | None, out: str | Path, qrels: str | Path | Non
     for doc_id, title, text in read_collection(collection_path):
         build.entry(doc_id, memory, f"{title.strip()}\n\n{text}" if title.strip() else text)
         docs += 1
-    keys: dict[str, str] = {}
-    dropped = unknown_docs = no_topic = unjudged = 0
-    for topic, doc_id, grade in judgements:
-        if topic not in texts:
-            no_topic += 1
-            continue
-        if topic not in keys:
-            keys[topic] = build.query(topic, texts[topic], [memory])
-        if grade < 1:
-            dropped += 1
-            continue
-        ids = build.ids_of(doc_id)
-        if ids is None:
-            unknown_docs += 1
-            continue
-        build.judge(keys[topic], ids, grade)
-    for topic, key in keys.items():
-        if not build.judged(key):
-            build.drop_query(key)
-            unjudged += 1
+    _, left_out = add_graded_queries(build, judgements, texts, memory)
     sheet = Datasheet(
         title=f"TREC collection ({Path(out).name})",
         origin=f"a TREC-style test collection: qrels `{qrels_path.name}`, topics `{topics_path.name}` "
@@ -233,10 +214,13 @@ def import_trec(src: str | Path | None, out: str | Path, qrels: str | Path | Non
             "no split: the harness assigns a seeded stratified one, or cross-validates when there are few queries",
         ],
         notes=[n for n in (
-            f"{dropped} judgement(s) with relevance ≤ 0 were dropped" if dropped else "",
-            f"{unjudged} topic(s) had no judgement of relevance ≥ 1 and were not imported" if unjudged else "",
-            f"{unknown_docs} judgement(s) named a document missing from the collection" if unknown_docs else "",
-            f"{no_topic} judgement(s) named a topic missing from the topics file" if no_topic else "",
+            f"{left_out.not_relevant} judgement(s) with relevance ≤ 0 were dropped" if left_out.not_relevant else "",
+            f"{left_out.unjudged} topic(s) had no judgement of relevance ≥ 1 and were not imported"
+            if left_out.unjudged else "",
+            f"{left_out.unknown_documents} judgement(s) named a document missing from the collection"
+            if left_out.unknown_documents else "",
+            f"{left_out.unknown_queries} judgement(s) named a topic missing from the topics file"
+            if left_out.unknown_queries else "",
         ) if n],
     )
     return build.write(Path(out), sheet, force=force)
