@@ -95,23 +95,25 @@ def pool_agreement(candidates: pd.DataFrame, pool: int, a: str = "sqlite", b: st
     """Per (mode, channel, query): how the two candidate lists (first ``pool`` rows, what
     a search at the default limit sees) relate."""
     rows = []
-    cols = ["corpus_entry", "rank", "matched", "cosine"]
-    grouped = {k: g.sort_values("rank") for k, g in candidates.groupby(["backend", "mode", "channel", "query_id"], sort=False)}
-    keys = {(m, c, q) for (bk, m, c, q) in grouped if bk in (a, b)}
-    empty = pd.DataFrame(columns=cols)
+    lists: dict[tuple, list[tuple[str, float]]] = {}  # (backend, mode, channel, query) -> [(entry, signal)] by rank
+    ordered = candidates[candidates["backend"].isin((a, b))].sort_values("rank", kind="stable")
+    signal = np.where(ordered["channel"] == "fts", ordered["matched"].astype(float),
+                      pd.to_numeric(ordered["cosine"], errors="coerce").astype(float))
+    for key, entry, value in zip(zip(ordered["backend"], ordered["mode"], ordered["channel"], ordered["query_id"]),
+                                 ordered["corpus_entry"], signal):
+        lists.setdefault(key, []).append((entry, value))
+    keys = {(m, c, q) for (_, m, c, q) in lists}
     for mode, channel, query in sorted(keys):
-        ga = grouped.get((a, mode, channel, query), empty)
-        gb = grouped.get((b, mode, channel, query), empty)
-        la, lb = list(ga["corpus_entry"][:pool]), list(gb["corpus_entry"][:pool])
-        full_a, full_b = set(ga["corpus_entry"]), set(gb["corpus_entry"])
-        shared = ga.merge(gb, on="corpus_entry", how="inner", suffixes=("_a", "_b"))
-        if channel == "fts":
-            signal_equal = bool((shared["matched_a"] == shared["matched_b"]).all())
-        else:
-            signal_equal = bool(np.allclose(shared["cosine_a"].astype(float), shared["cosine_b"].astype(float), atol=1e-4))
+        ga, gb = lists.get((a, mode, channel, query), []), lists.get((b, mode, channel, query), [])
+        la, lb = [e for e, _ in ga[:pool]], [e for e, _ in gb[:pool]]
+        sig_a, sig_b = dict(ga[::-1]), dict(gb[::-1])  # an entry's first (best-ranked) row
+        shared = sig_a.keys() & sig_b.keys()
+        va = np.array([sig_a[e] for e in shared], dtype=float)
+        vb = np.array([sig_b[e] for e in shared], dtype=float)
+        signal_equal = bool(np.array_equal(va, vb)) if channel == "fts" else bool(np.allclose(va, vb, atol=1e-4))
         rows.append(dict(mode=mode, channel=channel, query_id=query, n_a=len(la), n_b=len(lb),
                          same_set=set(la) == set(lb), same_order=la == lb, jaccard=jaccard(la, lb),
-                         truncated=max(len(ga), len(gb)) > pool, same_full_set=full_a == full_b,
+                         truncated=max(len(ga), len(gb)) > pool, same_full_set=sig_a.keys() == sig_b.keys(),
                          signals_equal=signal_equal, shared=len(shared)))
     return pd.DataFrame(rows)
 

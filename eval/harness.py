@@ -297,22 +297,28 @@ def summary_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]]) -> 
 
 
 def breakdown_frame(per_query: pd.DataFrame) -> pd.DataFrame:
-    """Metrics of the named policies by tag, language and corpus (and split)."""
-    rows = []
+    """Metrics of the named policies by tag, language and corpus (and split); each
+    metric is the mean over the group's queries of its population."""
+    frames = []
     exploded = per_query.explode("tags").rename(columns={"tags": "tag"})
     facets = {"tag": exploded, "lang": per_query, "corpus": per_query}
+    masks = {"positive": lambda d: d["positive"].astype(bool), "empty": lambda d: ~d["positive"].astype(bool),
+             "all": lambda d: pd.Series(True, index=d.index)}
     for facet, df in facets.items():
         for split in ("all", "dev", "test"):
             d = df if split == "all" else df[df["split"] == split]
-            for key, g in d.groupby(["backend", "mode", "policy", facet], sort=True):
-                row = dict(zip(["backend", "mode", "policy", "value"], key), facet=facet, split=split,
-                           queries=len(g), positive=int(g["positive"].sum()))
-                for metric in M.METRIC_NAMES:
-                    vals = _population(g, metric)[metric]
-                    row[metric] = float(vals.mean()) if len(vals) else math.nan
-                rows.append(row)
+            keys = [d[k] for k in ("backend", "mode", "policy", facet)]
+            out = d.groupby(keys, sort=True).agg(queries=("positive", "size"), positive=("positive", "sum"))
+            for metric in M.METRIC_NAMES:
+                values = d[metric].where(masks[M.BY_NAME[metric].population](d))
+                out[metric] = values.groupby(keys, sort=True).mean()
+            out = out.reset_index()
+            out.columns = ["backend", "mode", "policy", "value", *out.columns[4:]]
+            frames.append(out.assign(facet=facet, split=split))
     cols = ["backend", "mode", "policy", "facet", "value", "split", "queries", "positive", *M.METRIC_NAMES]
-    return pd.DataFrame(rows)[cols]
+    result = pd.concat(frames, ignore_index=True)[cols]
+    result["positive"] = result["positive"].astype(int)
+    return result
 
 
 def stats_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]], split: str = "test") -> pd.DataFrame:
