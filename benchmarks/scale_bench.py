@@ -1,7 +1,7 @@
-"""Scale run: a LoCoMo-sized corpus (6,000 entries, 500 queries) imported and swept on
+"""Scale run: a LoCoMo-sized corpus (6,240 turns → ≈ 6,000 entries, 500 queries) imported and swept on
 both databases with the ordinary CLI and no special flags.
 
-    .venv/bin/python benchmarks/scale_bench.py [--conversations 10] [--sessions 24] [--turns 25]
+    .venv/bin/python benchmarks/scale_bench.py [--conversations 10] [--sessions 24] [--turns 26]
                                                [--backends sqlite,oceanbase] [--work DIR] [--keep]
 
 1. Writes a synthetic ``locomo10.json`` in the exact upstream layout (seeded; dialog
@@ -55,6 +55,8 @@ DAYS = ["on Saturday", "last weekend", "on Tuesday evening", "yesterday", "two w
         "last Friday", "over the holiday"]
 FEELINGS = ["exhausting but worth it", "really peaceful", "a bit scary at first", "so much fun",
             "harder than I expected", "the highlight of my month", "surprisingly relaxing"]
+ASIDES = ["{friend} says hi, by the way.", "I ran into {friend} near {place}.", "We should go to {place} together.",
+          "{friend} told me the same thing.", "Remember the picnic at {place}?", "I miss our walks around {place}."]
 CHAT = ["How have you been lately?", "That sounds lovely, tell me more!", "Haha, I can imagine.",
         "I have been so busy with work this week.", "Wow, good for you!", "Let's catch up again soon.",
         "I hope the weather stays nice for you.", "That reminds me of our trip last year.", "Oh no, that's annoying.",
@@ -112,10 +114,12 @@ def synthetic_locomo(conversations: int, sessions: int, turns: int, seed: int = 
                 if rng.random() < 0.45:
                     text, qs, adv = _fact(rng, speaker, other)
                     facts.append((dia_id, qs, adv))
-                else:
+                else:  # small talk, varied enough that a speaker rarely repeats a whole turn in a session
                     text = rng.choice(CHAT)
-                    if rng.random() < 0.5:
+                    if rng.random() < 0.6:
                         text = f"{text} {rng.choice(CHAT)}"
+                    if rng.random() < 0.5:
+                        text = f"{text} {rng.choice(ASIDES).format(friend=rng.choice(FRIENDS), place=rng.choice(PLACES))}"
                 turn = {"speaker": speaker, "dia_id": dia_id, "text": text}
                 if rng.random() < 0.03:
                     turn.update(img_url=["https://example.org/photo.jpg"], blip_caption=f"a photo of {rng.choice(PLACES)}")
@@ -136,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--conversations", type=int, default=10)
     p.add_argument("--sessions", type=int, default=24)
-    p.add_argument("--turns", type=int, default=25)
+    p.add_argument("--turns", type=int, default=26)
     p.add_argument("--backends", default="sqlite,oceanbase")
     p.add_argument("--work", default=None, help="working folder (default: a temporary one, removed afterwards)")
     p.add_argument("--keep", action="store_true", help="keep the working folder")

@@ -206,7 +206,9 @@ def _preflight(datasets: list[Path], style: str) -> None:
 def footer(result, started: float) -> str:
     """Wall time, peak memory, stage times and where the report is."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    lines = [f"wall time {time.perf_counter() - started:.1f} s, peak RSS {peak:.0f} MiB (this process)"]
+    server = result.collected.server_peak_mib
+    lines = [f"wall time {time.perf_counter() - started:.1f} s, peak RSS {peak:.0f} MiB (this process)"
+             + (f", {server:.0f} MiB (the seekdb server it started)" if server else "")]
     if len(result.stages):
         by = result.stages.assign(name=lambda d: d["stage"] + d["backend"].map(lambda b: f" {b}" if b else ""))
         lines.append("stages (s): " + ", ".join(f"{n} {t:.1f}" for n, t in zip(by["name"], by["seconds"])))

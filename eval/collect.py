@@ -54,6 +54,7 @@ class Collected:
     embedding: dict = field(default_factory=dict)  # profile, texts, seconds, cache hits
     spot: pd.DataFrame = field(default_factory=pd.DataFrame)  # online searches to check the replay against
     stages: pd.DataFrame = field(default_factory=pd.DataFrame)  # stage, backend, seconds (wall time)
+    server_peak_mib: float | None = None  # peak RSS of the seekdb server the run started (None: none started)
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -223,6 +224,7 @@ async def collect(
                     finally:
                         await svc.close()
             stages += [dict(stage=stage, backend=backend, seconds=t) for stage, t in seconds.items()]
+    server_peak = dbs.server_peak_mib
     if model is not None:
         model.save()
         embedding_stats.update(hits=model.hits, misses=model.misses)
@@ -237,7 +239,7 @@ async def collect(
     write_cache(out, cand_df, retr_df, dict(fingerprint=fingerprint, loads=loads_df, exact=exact_df,
                                             embedding=embedding_stats, spot=spot_df, stages=stages_df))
     return Collected(corpora, tuple(backends), tuple(modes), max_limit, cand_df, retr_df, query_table(corpora),
-                     loads_df, exact_df, embedding_stats, spot_df, stages_df)
+                     loads_df, exact_df, embedding_stats, spot_df, stages_df, server_peak)
 
 
 def hit_key(hit) -> tuple:

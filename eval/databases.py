@@ -27,6 +27,17 @@ class EvalError(RuntimeError):
     """The harness cannot run as asked; the message says what to do instead."""
 
 
+def peak_rss_mib(pid: int | None) -> float | None:
+    """A process's peak resident set size (Linux ``VmHWM``), or None where unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 class Databases:
     """Opens fresh databases and cleans up what it created (use as a context manager
     or call ``close``)."""
@@ -40,6 +51,7 @@ class Databases:
         self._server_url = oceanbase_url
         self._server = None  # a SeekdbServer we started
         self._created: list[str] = []
+        self.server_peak_mib: float | None = None  # peak RSS of the seekdb we started, read before stopping it
 
     # ------------------------------------------------------------------ oceanbase server
 
@@ -108,6 +120,7 @@ class Databases:
                     pass
         self._created.clear()
         if self._server is not None:
+            self.server_peak_mib = peak_rss_mib(self._server.pid)
             self._server.stop()
             self._server = None
 
