@@ -26,6 +26,7 @@ EXPECTED = [
     "03_search_modes_and_admission.ipynb",
     "04_threshold_evaluation.ipynb",
     "05_oceanbase.ipynb",
+    "06_your_own_corpus.ipynb",
 ]
 IGNORE_MARKER = "NBVAL_IGNORE_OUTPUT"
 
