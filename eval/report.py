@@ -277,9 +277,12 @@ def section_recommendation(result: Any) -> Section:
         joint = recs.loc["joint"]
         flag = "" if joint["feasible"] else (" <b>No policy met the bound on every mode:</b> this is the one with the "
                                              "lowest false admission.")
+        chosen = (f"chosen on all queries, its held-out cost estimated by {result.folds}-fold cross-validation "
+                  "(<a href='#method'>below</a>)" if result.folds else f"chosen on the {o.split} split")
         parts.append(f"<p class='verdict'>Set <code>{html.escape(_policy_call(joint))}</code> — one policy for every "
-                     f"mode, chosen on the {o.split} split.{flag}</p>")
-    parts.append(f"<h3>What it costs (held-out test split, limit {o.limit})</h3>")
+                     f"mode, {chosen}.{flag}</p>")
+    held_out = "test split; not held out, see the cross-validation" if result.folds else "held-out test split"
+    parts.append(f"<h3>What it costs ({held_out}, limit {o.limit})</h3>")
     parts.append(table(cost_table(result), collapse=None))
     parts.append("<p class='muted'>Each mode's recommended thresholds (and the joint default where it sets them "
                  "differently) with 95 % bootstrap CIs, beside the same mode with no admission. Admission trades some "
@@ -296,12 +299,59 @@ def section_recommendations(result: Any) -> Section:
     parts = [table(recs, collapse=None),
              "<p><code>joint</code> is the single AdmissionPolicy proposed as the library default: the same objective "
              "averaged over the modes, with the bound holding in each. <code>objective</code> and "
-             "<code>constraint</code> are dev-split values.</p>",
+             f"<code>constraint</code> are {result.objective.split}-split values.</p>",
              "<h3>The choice under other bounds (dev)</h3>",
              "<p>objective = dev value of the rule's metric (mean over backends), constraint = worst backend's dev "
              "false admission, secondary = the other metric.</p>",
              table(result.sensitivity, what="rules")]
     return Section("per-mode", "Recommendations per mode", "\n".join(parts))
+
+
+def section_method(result: Any) -> Section:
+    """How the recommendation was chosen and estimated: the split (given or assigned),
+    and for a cross-validated run the held-out estimate and what each fold chose."""
+    o = result.objective
+    origins = {x.name: x.split_origin for x in result.collected.corpora}
+    split = "; ".join(f"{html.escape(name)}: {'from the corpus' if origin == 'file' else 'assigned (seeded, stratified)'}"
+                      for name, origin in origins.items())
+    parts = [f"<p><b>{html.escape(result.method)}.</b> Dev/test split — {split}; seed {result.seed}. Every query's "
+             "split and fold are in <code>splits.csv</code>.</p>"]
+    if not result.folds:
+        parts.append("<p class='muted'>Runs of fewer than 200 queries are cross-validated by default; "
+                     "<code>--folds K</code> (or <code>folds=K</code>) cross-validates any run.</p>")
+        return Section("method", "How the recommendation was estimated", "\n".join(parts))
+    recs = result.recommendations
+    cols = ["mode", "label", f"heldout_{o.metric}", f"heldout_{o.metric}_sd", f"heldout_{o.constraint}",
+            f"heldout_{o.constraint}_sd", "fold_policies", "objective", "constraint"]
+    parts += [f"<p>Each fold's policy is chosen by the same rule on the other {result.folds - 1} folds and scored "
+              "on the fold it never saw. <code>heldout_</code>: mean over folds (and the backends), <code>_sd</code>: "
+              "the largest standard deviation of the fold means on any backend; <code>fold_policies</code>: how many "
+              f"different policies the folds chose; <code>objective</code>/<code>constraint</code>: the policy chosen "
+              f"on all queries, on all queries (not held out).</p>",
+              table(recs[[c for c in cols if c in recs.columns]], collapse=None)]
+    folds = result.crossval
+    if len(folds):
+        keep = ["recommendation", "mode", "backend", "fold", "label", "train_objective", "train_constraint",
+                "n_positive", "n_empty", o.metric, o.constraint]
+        parts += ["<h3>Per fold</h3>", table(folds[keep], collapse=10, what="fold results")]
+    return Section("method", "Cross-validated estimate", "\n".join(parts))
+
+
+def section_files(result: Any) -> Section:
+    """The run folder's files for other tools: TREC runs and qrels, and the tables."""
+    runs = sorted(runfiles.run_path(result.out or ".", b, m, p).name
+                  for (b, m, p), _ in result.per_query.groupby(["backend", "mode", "policy"], sort=False))
+    listing = "".join(f"<li><code>{runfiles.RUNS_DIR}/{html.escape(name)}</code></li>" for name in runs)
+    parts = [f"<p><code>{runfiles.QRELS_NAME}</code> (the judgements of grade ≥ 1 the metrics used) and one TREC run "
+             f"file per database × mode × named policy at limit {result.objective.limit}, for "
+             "<code>trec_eval -c -m ndcg_cut.10 qrels.trec runs/…</code>, ir_measures or ranx "
+             "(<code>Run.from_file(path, kind='trec')</code>). Scores encode the harness's order "
+             "(limit + 1 − rank), so ties break as the service broke them.</p>",
+             details(f"{len(runs)} run files (click to show)", f"<ul>{listing}</ul>"),
+             "<p class='muted'>Also in the folder: every table of this page as CSV, <code>splits.csv</code>, "
+             "<code>summary.json</code> and <code>candidates.pkl</code> (rerun the analysis with "
+             "<code>--reuse</code>, no database needed).</p>"]
+    return Section("files", "Files for other tools", "\n".join(parts))
 
 
 def section_summary(result: Any) -> Section:
@@ -407,8 +457,9 @@ def section_definitions(result: Any) -> Section:
 #: The report's sections in order; a builder returns a Section (or None to skip).
 #: Add a section by adding its builder here: the table of contents follows.
 SECTIONS = [
-    section_recommendation, section_recommendations, section_summary, section_stats, section_thresholds,
-    section_limits, section_breakdown, section_abstention, section_cross, section_timing, section_definitions,
+    section_recommendation, section_recommendations, section_method, section_summary, section_stats,
+    section_thresholds, section_limits, section_breakdown, section_abstention, section_cross, section_timing,
+    section_files, section_definitions,
 ]
 
 

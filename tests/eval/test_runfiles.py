@@ -35,3 +35,24 @@ def test_ranx_rescoring_a_run_file_gives_the_harness_figure(tiny_run, policy):
     row = summary[(summary["policy"] == policy) & (summary["split"] == "all") & (summary["mode"] == "fts")].iloc[0]
     for metric, value in scores.items():
         assert value == pytest.approx(row[metric], abs=1e-12), metric
+
+
+def test_the_report_explains_the_estimate_and_lists_the_files(tiny_run):
+    from powercontext.eval import harness
+    from powercontext.eval.recommend import Objective
+    from powercontext.eval.report import render_html
+
+    page = (tiny_run.out / "report.html").read_text()
+    method = page[page.index("<section id='method'>"):page.index("</section>", page.index("<section id='method'>"))]
+    assert "Cross-validated estimate" in method and "5-fold cross-validation by query" in method
+    assert "tiny: assigned (seeded, stratified)" not in method and "tiny: from the corpus" in method
+    assert method.count("<tr>") >= 1 + 2 and "Per fold" in method  # held-out table (fts, joint) and the folds
+    assert "chosen on all queries, its held-out cost estimated by 5-fold cross-validation" in page
+    files = page[page.index("<section id='files'>"):]
+    for policy in ("recommended", "initial", "default", "no-admission"):
+        assert f"runs/sqlite-fts-{policy}.run" in files
+    dev_test = harness.analyse(tiny_run.collected, tiny_run.grid, Objective(), folds=0)
+    page = render_html(dev_test)
+    method = page[page.index("<section id='method'>"):page.index("</section>", page.index("<section id='method'>"))]
+    assert "chosen on the dev split, reported on the test split" in method and "--folds K" in method
+    assert "Per fold" not in method
