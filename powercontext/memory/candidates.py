@@ -103,7 +103,9 @@ def _verification(value: Any) -> str:
     """Verification as the provider supplied it: a sentence, or Verification records."""
     if isinstance(value, str):
         return value.strip()
-    return "; ".join(Verification(**v).describe() for v in value or ())
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, dict) for v in value):
+        return ""  # not what a provider supplied in either form: nothing to assemble
+    return "; ".join(Verification(**v).describe() for v in value)
 
 
 class WorkingNoteFallback:
