@@ -17,6 +17,8 @@ Subcommands (``%pcmem help``; ``%pcmem NAME --help`` for one):
   [--explain] [--fts-min-terms N --fts-min-coverage X --vector-min-cosine X]
 * ``eval`` --dataset PATH [--backends sqlite,oceanbase] — the harness summary
 * ``inspect`` manifest|lineage|admission REF… — the widgets on the open database
+* ``runtime`` open|capture|flush|journal|bindings|status|inspect|close — the local Runtime
+  (RFC 001): scoped Sources, windows, the JournalInspector
 
 REF is a ``mem_art_…`` id, an unambiguous prefix of one, or ``ID@REV``; without
 ``@REV`` the current head is used. Reads return DataFrames, writes the new
@@ -54,6 +56,8 @@ def unload_ipython_extension(ip) -> None:
 
     magics = ip.magics_manager.registry.pop("PcMem", None)
     if magics is not None:
+        if getattr(magics, "runtime_session", None) is not None:
+            magics.runtime_session.close(magics.session.runner)
         magics.session.close()
         for kind in ("line", "cell"):
             ip.magics_manager.magics[kind].pop("pcmem", None)

@@ -10,6 +10,7 @@ traceback); options are traitlets, e.g. ``%config PcMem.limit = 5``.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import inspect
 import shlex
@@ -24,7 +25,7 @@ from traitlets import Enum, Float, Int, Unicode, observe
 from powercontext import AdmissionPolicy
 from powercontext.backends.seekdb import DEFAULT_DIR
 
-from . import reads, tables, writes
+from . import reads, runtime, tables, writes
 from .display import result_summary
 from .errors import PcMemUserError, as_usage_errors
 from .session import Session
@@ -360,6 +361,14 @@ class PcMem(Magics):
             raise PcMemUserError(f"`%pcmem inspect {args.widget}` takes exactly one Memory REF")
         cls = widgets.ManifestInspector if args.widget == "manifest" else widgets.LineageExplorer
         return cls(self.svc, args.refs[0], runner=self.session.runner)
+
+    @magic_arguments()
+    @subcommand("runtime", cell=True)
+    @argument("action", choices=runtime.ACTIONS, metavar="ACTION", help=" | ".join(runtime.ACTIONS))
+    @argument("rest", nargs=argparse.REMAINDER, metavar="ARGS", help="the action's arguments (see magics/runtime.py)")
+    def _runtime(self, args, cell):
+        """The local Runtime (RFC 001): open, capture Sources, flush windows, journal, bindings, status."""
+        return runtime.run_action(self, args.action, args.rest, cell)
 
 
 def _document() -> None:

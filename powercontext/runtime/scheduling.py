@@ -203,6 +203,18 @@ def prepare_sidecar(path: Path) -> None:
 # ------------------------------------------------------------------ the scheduler
 
 
+class _OverlapFilter(logging.Filter):
+    """A wake-up while the previous activation still runs is expected (max_instances=1
+    and coalesce keep it to one run): APScheduler's warning about it is noise here."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "maximum number of running instances reached" not in record.getMessage()
+
+
+_SCHEDULER_LOG = logging.getLogger("powercontext.runtime.apscheduler")
+_SCHEDULER_LOG.addFilter(_OverlapFilter())
+
+
 class SidecarScheduler:
     """An AsyncIOScheduler whose only job store is the sidecar and whose only job is
     the fixed source-window job of one Runtime database."""
@@ -226,6 +238,7 @@ class SidecarScheduler:
         prepare_sidecar(self.path)
         self.scheduler = AsyncIOScheduler(
             jobstores={JOBSTORE: SQLAlchemyJobStore(url=f"sqlite:///{self.path}")}, timezone=timezone.utc,
+            logger=_SCHEDULER_LOG,
         )
         self.scheduler.start(paused=True)
         try:

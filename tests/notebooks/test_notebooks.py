@@ -27,6 +27,7 @@ EXPECTED = [
     "04_threshold_evaluation.ipynb",
     "05_oceanbase.ipynb",
     "06_your_own_corpus.ipynb",
+    "07_runtime.ipynb",
 ]
 IGNORE_MARKER = "NBVAL_IGNORE_OUTPUT"
 

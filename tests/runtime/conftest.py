@@ -73,3 +73,19 @@ async def open_runtime(tmp_path):
     yield factory
     for runtime in opened:
         await runtime.close()
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch):
+    """The InteractiveShell with powercontext.magics freshly loaded; unloading it at
+    teardown closes the Runtime the magics opened."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    monkeypatch.chdir(tmp_path)
+    ip = InteractiveShell.instance()
+    ip.extension_manager.load_extension("powercontext.magics")
+    before = set(ip.user_ns)
+    yield ip
+    ip.extension_manager.unload_extension("powercontext.magics")
+    for name in set(ip.user_ns) - before:
+        ip.user_ns.pop(name, None)
