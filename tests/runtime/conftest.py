@@ -14,6 +14,8 @@ import pytest
 from powercontext.backends.seekdb import database_url, drop_database
 from powercontext.runtime import PowerContextRuntime
 
+from ..magics.conftest import shell  # noqa: F401  (the same IPython shell fixture as the magics tests)
+
 
 PROFILES = ["sqlite", "oceanbase"]
 
@@ -53,7 +55,7 @@ def fresh_target(profile, tmp_path, request):
 
 @pytest.fixture
 def scope(request) -> str:
-    """A scope of this test alone (OceanBase databases are shared within a module)."""
+    """A scope of this test alone (the OceanBase database is shared by the tests)."""
     return f"project:{request.node.name}:{uuid.uuid4().hex[:8]}"
 
 
@@ -74,18 +76,3 @@ async def open_runtime(tmp_path):
     for runtime in opened:
         await runtime.close()
 
-
-@pytest.fixture
-def shell(tmp_path, monkeypatch):
-    """The InteractiveShell with powercontext.magics freshly loaded; unloading it at
-    teardown closes the Runtime the magics opened."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    monkeypatch.chdir(tmp_path)
-    ip = InteractiveShell.instance()
-    ip.extension_manager.load_extension("powercontext.magics")
-    before = set(ip.user_ns)
-    yield ip
-    ip.extension_manager.unload_extension("powercontext.magics")
-    for name in set(ip.user_ns) - before:
-        ip.user_ns.pop(name, None)

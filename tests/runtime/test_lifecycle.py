@@ -128,16 +128,18 @@ async def test_assemble_refuses_what_it_cannot_use(target):
 
 
 async def _blocked_flush(target, open_runtime, scope, **options):
+    """A Runtime whose window is inside the pipeline, blocked until ``release``: started
+    by a manual flush (returned as a task), or by the scheduler when one is configured."""
     pipeline = BlockingPipeline()
     runtime = await open_runtime(target, candidate_pipeline=pipeline, **options)
     await runtime.sources.for_scope(scope).capture(structured("t1", ("fact", "Close waits for this window.")))
-    return runtime, pipeline
+    flush = None if options.get("schedule_seconds") else asyncio.create_task(runtime.memory.for_scope(scope).flush())
+    await asyncio.wait_for(pipeline.entered.wait(), 10)
+    return runtime, pipeline, flush
 
 
 async def test_close_rejects_new_operations_and_waits_for_admitted_ones(target, open_runtime, scope):
-    runtime, pipeline = await _blocked_flush(target, open_runtime, scope)
-    flush = asyncio.create_task(runtime.memory.for_scope(scope).flush())
-    await asyncio.wait_for(pipeline.entered.wait(), 10)
+    runtime, pipeline, flush = await _blocked_flush(target, open_runtime, scope)
     closing = asyncio.create_task(runtime.close())
     await asyncio.sleep(0.2)
     assert not closing.done(), "close() waits for the admitted window"
@@ -155,8 +157,7 @@ async def test_close_rejects_new_operations_and_waits_for_admitted_ones(target, 
 
 
 async def test_close_waits_for_an_active_scheduled_processor(profile, fresh_target, open_runtime, scope, tmp_path):
-    runtime, pipeline = await _blocked_flush(fresh_target, open_runtime, scope, schedule_seconds=0.1)
-    await asyncio.wait_for(pipeline.entered.wait(), 10)  # APScheduler started the processor
+    runtime, pipeline, _ = await _blocked_flush(fresh_target, open_runtime, scope, schedule_seconds=0.1)  # APScheduler started it
     closing = asyncio.create_task(runtime.close())
     await asyncio.sleep(0.3)
     assert not closing.done(), "close() waits for the active scheduled window"
@@ -168,9 +169,7 @@ async def test_close_waits_for_an_active_scheduled_processor(profile, fresh_targ
 
 
 async def test_close_can_be_retried_after_its_caller_is_cancelled(target, open_runtime, scope):
-    runtime, pipeline = await _blocked_flush(target, open_runtime, scope)
-    flush = asyncio.create_task(runtime.memory.for_scope(scope).flush())
-    await asyncio.wait_for(pipeline.entered.wait(), 10)
+    runtime, pipeline, flush = await _blocked_flush(target, open_runtime, scope)
     first = asyncio.create_task(runtime.close())
     await asyncio.sleep(0.1)
     first.cancel()

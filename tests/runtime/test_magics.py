@@ -2,31 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-from IPython.core.error import UsageError
-
 from powercontext.magics.widgets import JournalInspector
 
+from ..magics.helpers import fail, run
 from .pipelines import FailingPipeline
 
-SCOPE = "project:powercontext"
-
-
-def run(ip, source: str):
-    result = ip.run_cell(source)
-    if not result.success:
-        raise AssertionError(f"cell failed: {source!r}: {result.error_in_exec or result.error_before_exec!r}")
-    return result.result
-
-
-def fail(ip, capsys, source: str) -> str:
-    capsys.readouterr()
-    result = ip.run_cell(source)
-    _, err = capsys.readouterr()
-    assert isinstance(result.error_in_exec, UsageError), (source, result.error_in_exec)
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("UsageError: ") and "Traceback" not in err, err
-    return lines[0]
 
 
 def test_runtime_magics_walk_capture_flush_journal_bindings_status(shell, target, scope, capsys, tmp_path):
