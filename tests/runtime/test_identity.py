@@ -124,27 +124,34 @@ async def test_a_failed_cursor_save_replays_the_window_as_a_no_op(target, scope)
         await runtime.close()
 
 
-async def test_runtime_open_normalizes_a_relative_database_path(tmp_path, monkeypatch):
+async def test_runtime_open_normalizes_a_relative_database_path(profile, target, scope, tmp_path, monkeypatch):
+    """SQLite: a relative database path is resolved once, at open. Both profiles: a
+    relative sidecar path too, and another spelling of the same database is the same
+    Runtime database (a second scheduled owner is refused)."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     pipeline = DefaultCandidatePipeline()
     monkeypatch.chdir(tmp_path / "a")
-    runtime = await PowerContextRuntime.open("rt.db", candidate_pipeline=pipeline, schedule_seconds=60,
+    relative = "rt.db" if profile == "sqlite" else target
+    runtime = await PowerContextRuntime.open(relative, candidate_pipeline=pipeline, schedule_seconds=60,
                                              scheduler_path="sidecar.sqlite")
     try:
-        assert runtime.key == f"sqlite:{tmp_path / 'a' / 'rt.db'}" and runtime.sidecar == tmp_path / "a" / "sidecar.sqlite"
+        if profile == "sqlite":
+            assert runtime.key == f"sqlite:{tmp_path / 'a' / 'rt.db'}"
+        assert runtime.sidecar == tmp_path / "a" / "sidecar.sqlite"
         monkeypatch.chdir(tmp_path / "b")
-        await runtime.sources.for_scope("s").capture(structured("t1", ("fact", "Relative paths are resolved once.")))
-        assert (await runtime.memory.for_scope("s").flush()).status == "committed"
+        await runtime.sources.for_scope(scope).capture(structured("t1", ("fact", "Relative paths are resolved once.")))
+        assert (await runtime.memory.for_scope(scope).flush()).status == "committed"
         assert os.listdir(tmp_path / "b") == [], "changing the working directory opened no second file"
+        other = "../a/rt.db" if profile == "sqlite" else target.replace("oceanbase://", "mysql://")
         with pytest.raises(RuntimeOwnershipError):  # the same database by another spelling
-            await PowerContextRuntime.open("../a/rt.db", candidate_pipeline=pipeline, schedule_seconds=60,
+            await PowerContextRuntime.open(other, candidate_pipeline=pipeline, schedule_seconds=60,
                                            scheduler_path="../a/sidecar.sqlite")
     finally:
         await runtime.close()
     assert os.listdir(tmp_path / "b") == []
-    again = await PowerContextRuntime.open(f"sqlite:///../a/rt.db")
+    again = await PowerContextRuntime.open("sqlite:///../a/rt.db" if profile == "sqlite" else target)
     try:
-        assert (await again.memory.for_scope("s").head()).revision == 1
+        assert (await again.memory.for_scope(scope).head()).revision == 1
     finally:
         await again.close()
