@@ -104,7 +104,6 @@ def import_beir(src: str | Path, out: str | Path, splits: Sequence[str] = ("test
     keys, left_out = add_graded_queries(build, rows, texts, memory, {q: {"beir_split": s} for q, s in split_of.items()})
     if len(splits) > 1:
         build.set_splits({keys[q]: split_of[q] for q in keys})
-    missing_text = len(wanted - texts.keys())
     sheet = Datasheet(
         title=f"BEIR {folder.name}",
         origin=f"BEIR dataset `{folder.name}`: Thakur et al., BEIR, NeurIPS 2021 Datasets and Benchmarks "
@@ -118,13 +117,6 @@ def import_beir(src: str | Path, out: str | Path, splits: Sequence[str] = ("test
              "no split: the harness assigns a seeded stratified one, or cross-validates when there are few queries"),
             "no negatives (BEIR judges only relevant documents): false admission is undefined on this corpus",
         ],
-        notes=[n for n in (
-            f"{left_out.not_relevant} judgement(s) with score 0 were dropped" if left_out.not_relevant else "",
-            f"{left_out.unjudged} quer(ies) had no judgement of score ≥ 1 left and were not imported"
-            if left_out.unjudged else "",
-            f"{left_out.unknown_documents} judgement(s) named a document missing from corpus.jsonl and were dropped"
-            if left_out.unknown_documents else "",
-            f"{missing_text} judged quer(ies) were missing from queries.jsonl" if missing_text else "",
-        ) if n],
+        notes=left_out.notes("quer(ies)", "score", "corpus.jsonl", "queries.jsonl"),
     )
     return build.write(Path(out), sheet, force=force)

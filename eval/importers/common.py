@@ -302,6 +302,16 @@ class GradedCounts:
     unknown_queries: int = 0  # judgements of a query with no text
     unjudged: int = 0  # queries left without a judgement of grade ≥ 1
 
+    def notes(self, queries: str, grade: str, documents: str, topics: str) -> list[str]:
+        """Datasheet lines for what was left out, in the upstream's words (``queries``:
+        what a query is called, ``grade``: the judgement column, ``documents`` and
+        ``topics``: where documents and query texts come from)."""
+        counts = ((self.not_relevant, f"judgement(s) with {grade} ≤ 0 were dropped"),
+                  (self.unjudged, f"{queries} had no judgement of {grade} ≥ 1 and were not imported"),
+                  (self.unknown_documents, f"judgement(s) named a document missing from {documents}"),
+                  (self.unknown_queries, f"judgement(s) named a query missing from {topics}"))
+        return [f"{n} {what}" for n, what in counts if n]
+
 
 def add_graded_queries(build: CorpusBuilder, judgements: Iterable[tuple[str, str, int]], texts: Mapping[str, str],
                        memory: str, meta: Mapping[str, Mapping[str, Any]] | None = None,

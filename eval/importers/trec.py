@@ -213,14 +213,6 @@ def import_trec(src: str | Path | None, out: str | Path, qrels: str | Path | Non
             "no negatives (a TREC pool judges only some documents): false admission is undefined on this corpus",
             "no split: the harness assigns a seeded stratified one, or cross-validates when there are few queries",
         ],
-        notes=[n for n in (
-            f"{left_out.not_relevant} judgement(s) with relevance ≤ 0 were dropped" if left_out.not_relevant else "",
-            f"{left_out.unjudged} topic(s) had no judgement of relevance ≥ 1 and were not imported"
-            if left_out.unjudged else "",
-            f"{left_out.unknown_documents} judgement(s) named a document missing from the collection"
-            if left_out.unknown_documents else "",
-            f"{left_out.unknown_queries} judgement(s) named a topic missing from the topics file"
-            if left_out.unknown_queries else "",
-        ) if n],
+        notes=left_out.notes("topic(s)", "relevance", "the collection", "the topics file"),
     )
     return build.write(Path(out), sheet, force=force)

@@ -148,7 +148,7 @@ def test_beir_one_memory_graded_qrels_and_split_files(tmp_path):
     both = validate(import_beir(FIXTURES / "beir" / "minifact", tmp_path / "both", splits=("dev", "test")))
     assert {q.id: q.split for q in both.queries} == {"1": "dev", "3": "test", "5": "test", "7": "test"}
     readme = (tmp_path / "beir" / "README.md").read_text()
-    assert "1 judgement(s) with score 0 were dropped" in readme and "no negatives" in readme
+    assert "1 judgement(s) with score ≤ 0 were dropped" in readme and "no negatives" in readme
     with pytest.raises(ImporterError, match="training data"):
         import_beir(FIXTURES / "beir" / "minifact", tmp_path / "x", splits=("train",))
 
