@@ -1,4 +1,4 @@
-"""Analyzer v1: the one function that turns text into search terms.
+"""Analyzers v1 and v2: the one function that turns text into search terms.
 
 The same function produces the stored ``searchable_text`` and the query terms, so the
 database full-text engines only ever see space-separated, ASCII-safe or letter-only
@@ -21,16 +21,27 @@ tokens and never raw user input:
 * tokens longer than ``MAX_TOKEN_CHARS`` (hashes, base64 blobs) are dropped: they are
   not what people search for, and index engines cap token length differently.
 
-Changing any rule here changes stored ``searchable_text``: bump ``ANALYZER_VERSION`` and
-rebuild the projections (``svc.rebuild_projections()``).
+Analyzer v2 is v1 plus Snowball English stemming of Latin terms (``conventions`` and
+``convention`` both become ``convent``); CJK tokens, digits and other scripts are left
+as v1 makes them. A database records the analyzer that built its ``searchable_text``
+and refuses another one: switching is a migration that rebuilds the full-text
+projection.
+
+Changing any rule of a version changes stored ``searchable_text``: add a version
+instead, and rebuild the projections (``svc.rebuild_projections()``).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Callable
 
 ANALYZER_VERSION = "v1"
+"""The default analyzer of new databases (``open(..., analyzer=...)`` picks another)."""
+ANALYZER_VERSIONS = ("v1", "v2")
 MAX_TOKEN_CHARS = 64
 
 # The default stop list of the OceanBase/MySQL full-text parser (measured on seekdb:
@@ -135,6 +146,96 @@ def query_terms(text: str) -> tuple[str, ...]:
     """Distinct analyzer terms of a query, in first-appearance order. Admission
     counts coverage over exactly these terms."""
     return tuple(dict.fromkeys(tokens(text)))
+
+
+# ------------------------------------------------------------------------ versions
+
+
+def _is_latin_word(token: str) -> bool:
+    """A v1 token made of Latin letters (and digits), with at least one letter: what
+    the English stemmer may touch. CJK tokens (``u_4e2d``) never qualify."""
+    return (not token.startswith(("u_", "b_")) and any(c.isalpha() for c in token)
+            and all(c.isdigit() or (c.isalpha() and (ord(c) < 0x0250 or 0x1E00 <= ord(c) <= 0x1EFF)) for c in token))
+
+
+@lru_cache(maxsize=1)
+def _english_stemmer() -> Callable[[str], str]:
+    try:
+        import Stemmer  # PyStemmer: the Snowball C library
+    except ImportError as exc:
+        from .errors import CapabilityNotSupportedError
+
+        raise CapabilityNotSupportedError(
+            "analyzer v2 needs the Snowball stemmer: pip install 'powercontext[stem]' (PyStemmer)"
+        ) from exc
+    stemmer = Stemmer.Stemmer("english")
+    return stemmer.stemWord
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """One analyzer version: what a database's ``searchable_text`` and every query's
+    terms are made with. ``v1`` is the module functions above; ``v2`` stems."""
+
+    version: str
+
+    def __post_init__(self) -> None:
+        if self.version not in ANALYZER_VERSIONS:
+            from .errors import InvalidMemoryRequestError
+
+            raise InvalidMemoryRequestError(
+                f"unknown analyzer {self.version!r}: use one of {', '.join(ANALYZER_VERSIONS)}"
+            )
+        if self.version == "v2":
+            _english_stemmer()  # fail now, with the install hint, not at the first write
+
+    def tokens(self, text: str) -> list[str]:
+        out = tokens(text)
+        if self.version == "v1":
+            return out
+        stem = _english_stemmer()
+        stems = (stem(t) if _is_latin_word(t) else t for t in out)
+        # A stem can land on OceanBase's unindexable stop list ("being" → "be"): drop it
+        # here too, so both databases still count identical terms.
+        return [t for t in stems if t not in STOPWORDS]
+
+    def searchable_text(self, text: str) -> str:
+        return " ".join(self.tokens(text))
+
+    def query_terms(self, text: str) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.tokens(text)))
+
+
+def get(version: str | None = None) -> Analyzer:
+    """The analyzer of ``version`` (default: ``ANALYZER_VERSION``)."""
+    return Analyzer(version or ANALYZER_VERSION)
+
+
+# ------------------------------------------------------------------------- scripts
+
+SCRIPTS = ("latin", "cjk", "other", "none")
+
+
+def script(text: str) -> str:
+    """The writing system a text is mostly in: ``cjk`` when it has at least as many CJK
+    characters as Latin words (Chinese prose with English identifiers is Chinese to an
+    English-only embedding model), ``latin`` when Latin words dominate, ``other`` for
+    other letters (Cyrillic, Greek …), ``none`` for digits and punctuation only."""
+    folded = unicodedata.normalize("NFC", text).casefold()
+    cjk = sum(1 for ch in folded if is_cjk(ch))
+    latin = other = 0
+    for token in tokens(text):
+        if token.startswith(("u_", "b_")) and _CJK_TOKEN.fullmatch(token):
+            continue
+        if _is_latin_word(token):
+            latin += 1
+        elif any(c.isalpha() for c in token):
+            other += 1
+    if cjk and cjk >= latin:
+        return "cjk"
+    if latin or other:
+        return "latin" if latin >= other else "other"
+    return "none"
 
 
 def fts5_match_expression(terms: tuple[str, ...]) -> str:

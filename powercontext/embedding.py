@@ -31,6 +31,9 @@ MINILM_PROFILE = EmbeddingProfile(
     dimension=384,
     distance="l2",
     normalization="unit",
+    # all-MiniLM-L6-v2 was trained on English: any two Chinese texts get a high cosine,
+    # so vector admission must not trust it outside Latin script.
+    scripts=("latin",),
 )
 
 

@@ -325,11 +325,22 @@ class MemoryCitation:
 
 @dataclass(frozen=True, slots=True)
 class EmbeddingProfile:
+    """A deployment's fixed embedding profile. ``scripts`` declares the writing systems
+    (``analyzer.SCRIPTS``) the model understands; None declares nothing, i.e. every
+    script is taken as covered. It describes the model, not the stored vectors, so it
+    is neither part of the canonical form a database records nor of equality."""
+
     profile_id: str
     model: str
     dimension: int
     distance: Literal["l2"] = "l2"
     normalization: str = "unit"
+    scripts: tuple[str, ...] | None = field(default=None, compare=False)
+
+    def covers(self, script: str | None) -> bool:
+        """Does the model read text of this script? Undeclared coverage, unknown and
+        letterless (``none``) texts count as covered."""
+        return self.scripts is None or script in (None, "none") or script in self.scripts
 
     def to_canonical(self) -> dict[str, Any]:
         return {
@@ -367,10 +378,18 @@ class ChannelCandidate:
     matched_terms: tuple[str, ...] = ()
     query_term_count: int = 0
     cosine: float | None = None
+    # Signals of the admission families beyond the RFC's floors (None = not measured):
+    # the centred cosine cos − q·c̄ (c̄: mean vector of the searched Memories' active
+    # entries), the scripts of the candidate text and of the query (analyzer.script),
+    # and whether the embedding profile covers both (vector channel).
+    centred: float | None = None
+    script: str | None = None
+    query_script: str | None = None
+    covered: bool | None = None
 
     def __repr__(self) -> str:  # lean: no token strings, no text dump
         signal = (f"{len(self.matched_terms)}/{self.query_term_count} terms" if self.channel == "fts"
-                  else f"cosine {self.cosine:.3f}")
+                  else "no cosine" if self.cosine is None else f"cosine {self.cosine:.3f}")
         return f"ChannelCandidate({self.channel} #{self.rank}, {self.entry_id}, {signal})"
 
     @property

@@ -8,19 +8,30 @@ sweep. A sweep point therefore equals an online search with that policy.
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..canonical import utf8_key
+from ..errors import InvalidMemoryRequestError
 from ..model import AdmissionDecision, ChannelCandidate, MemoryHit
 
 CHANNEL_ORDER = ("fts", "vector")
+POLICY_FORMAT = "powercontext.admission-policy.v1"
+GATE_SIGNALS = ("centred", "cosine", "coverage")
+
+
+def _invalid(message: str) -> InvalidMemoryRequestError:
+    return InvalidMemoryRequestError(f"AdmissionPolicy: {message}")
 
 
 @dataclass(frozen=True, slots=True)
 class AdmissionPolicy:
-    """The thresholds a channel's candidates must reach before fusion.
+    """The rules a channel's candidates must pass before fusion.
+
+    The RFC's per-channel floors:
 
     * FTS: a query with at most ``short_query_terms`` distinct analyzer terms needs one
       matched term; a longer one needs ``max(fts_min_terms, ceil(fts_min_coverage × N))``
@@ -28,13 +39,34 @@ class AdmissionPolicy:
     * vector: cosine similarity (from unit-vector L2 distance) ≥ ``vector_min_cosine``.
     * fusion: RRF with constant ``rrf_k``; each channel retrieves ``pool_size(limit)``.
 
+    Families beyond the floors (each off by default; every signal they read comes back
+    from retrieval, so a policy replays offline exactly):
+
+    * ``vector_min_centred``: the vector candidate's centred cosine ``cos − q·c̄`` (c̄ =
+      mean vector of the searched Memories' active entries) must also reach this. A
+      raw cosine threshold moves with how crowded a Memory is; the centred one holds
+      across corpora.
+    * ``cross_script_min_terms``: an FTS candidate in another script than the query
+      (a Chinese entry for an English question) is admitted on this many matched terms
+      whatever its coverage — shared identifiers are all such pairs have in common.
+    * ``gate_min`` on ``gate_signal``: a whole-query gate. When the best candidate's
+      signal (``centred`` or ``cosine`` over the vector pool, ``coverage`` over the FTS
+      pool) is below ``gate_min``, nothing is admitted. A gate whose channel was not
+      retrieved does not apply.
+    * ``vector_uncovered``: what happens to a vector candidate when the embedding
+      profile does not cover the query's or the candidate's script: ``"admit"`` (the
+      usual threshold), ``"refuse"``, or a number that replaces the threshold of the
+      vector signal in use (centred if ``vector_min_centred`` is set, else cosine).
+
     The defaults were calibrated by the evaluation harness on the three bundled corpora
     (719 entries, 691 queries, both databases; report in ``reports/thresholds/``): on
     the dev split at limit 8 they maximise nDCG@10 subject to a false-admission rate
     ≤ 0.20 (anything admitted for a query whose ideal answer is empty). The RFC's
-    initial constants (2 terms / 0.25 / cosine 0.30) admitted something for 47% of
-    such queries on the test split; these defaults, 13% (fts) at a cost in recall that
-    the report quantifies. Pass your own policy to trade the other way.
+    initial constants (``AdmissionPolicy.rfc_initial()``: 2 terms / 0.25 / cosine
+    0.30) admitted something for 47% of such queries on the test split; these
+    defaults, 13% (fts) at a cost in recall that the report quantifies. Pass your own
+    policy to trade the other way, or load one fitted on your labels
+    (``AdmissionPolicy.load(path)``).
     """
 
     fts_min_terms: int = 3
@@ -44,16 +76,46 @@ class AdmissionPolicy:
     short_query_terms: int = 2
     min_pool: int = 32
     pool_factor: int = 4
+    vector_min_centred: float | None = None
+    cross_script_min_terms: int | None = None
+    gate_signal: str = "centred"
+    gate_min: float | None = None
+    vector_uncovered: str | float = "admit"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.fts_min_terms, int) or self.fts_min_terms < 1:
-            raise ValueError("fts_min_terms must be an integer ≥ 1")
-        if not 0.0 <= self.fts_min_coverage <= 1.0:
-            raise ValueError("fts_min_coverage must be within [0, 1]")
-        if not -1.0 <= self.vector_min_cosine <= 1.0:
-            raise ValueError("vector_min_cosine must be within [-1, 1]")
-        if not isinstance(self.rrf_k, int) or self.rrf_k < 0:
-            raise ValueError("rrf_k must be an integer ≥ 0")
+        def whole(value: Any, low: int) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool) and value >= low
+
+        def number(value: Any, low: float, high: float) -> bool:
+            return (isinstance(value, (int, float)) and not isinstance(value, bool)
+                    and math.isfinite(value) and low <= value <= high)
+
+        if not whole(self.fts_min_terms, 1):
+            raise _invalid("fts_min_terms must be an integer ≥ 1")
+        if not number(self.fts_min_coverage, 0.0, 1.0):
+            raise _invalid("fts_min_coverage must be within [0, 1]")
+        if not number(self.vector_min_cosine, -1.0, 1.0):
+            raise _invalid("vector_min_cosine must be within [-1, 1]")
+        if not whole(self.rrf_k, 0):
+            raise _invalid("rrf_k must be an integer ≥ 0")
+        if not whole(self.short_query_terms, 0) or not whole(self.min_pool, 1) or not whole(self.pool_factor, 1):
+            raise _invalid("short_query_terms must be an integer ≥ 0, min_pool and pool_factor integers ≥ 1")
+        if self.vector_min_centred is not None and not number(self.vector_min_centred, -2.0, 2.0):
+            raise _invalid("vector_min_centred must be None or within [-2, 2] (a difference of two cosines)")
+        if self.cross_script_min_terms is not None and not whole(self.cross_script_min_terms, 1):
+            raise _invalid("cross_script_min_terms must be None or an integer ≥ 1")
+        if self.gate_signal not in GATE_SIGNALS:
+            raise _invalid(f"gate_signal must be one of {', '.join(GATE_SIGNALS)}, got {self.gate_signal!r}")
+        if self.gate_min is not None and not number(self.gate_min, -2.0, 2.0):
+            raise _invalid("gate_min must be None or within [-2, 2]")
+        if not (self.vector_uncovered in ("admit", "refuse") or number(self.vector_uncovered, -2.0, 2.0)):
+            raise _invalid(f"vector_uncovered must be 'admit', 'refuse' or a threshold, got {self.vector_uncovered!r}")
+
+    @classmethod
+    def rfc_initial(cls) -> "AdmissionPolicy":
+        """The RFC's initial constants (2 terms / coverage 0.25 / cosine 0.30): the
+        named point of comparison every report keeps."""
+        return cls(fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=0.30)
 
     def pool_size(self, limit: int) -> int:
         return max(limit * self.pool_factor, self.min_pool)
@@ -68,34 +130,144 @@ class AdmissionPolicy:
         by_coverage = math.ceil(self.fts_min_coverage * n - 1e-9)
         return min(n, max(self.fts_min_terms, by_coverage))
 
+    @property
+    def family(self) -> str:
+        """Which rules are on, e.g. ``floors``, ``centred+cross-script+gate``."""
+        parts = ["centred" if self.vector_min_centred is not None else "floors"]
+        if self.cross_script_min_terms is not None:
+            parts.append("cross-script")
+        if self.gate_min is not None:
+            parts.append("gate")
+        if self.vector_uncovered != "admit":
+            parts.append("coverage")
+        return "+".join(parts)
+
+    # ------------------------------------------------------------------ JSON
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": POLICY_FORMAT, **asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "AdmissionPolicy":
+        if not isinstance(data, Mapping):
+            raise _invalid(f"a policy is a JSON object, got {type(data).__name__}")
+        if data.get("format") != POLICY_FORMAT:
+            raise _invalid(f"format must be {POLICY_FORMAT!r}, got {data.get('format')!r}")
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names - {"format"})
+        if unknown:
+            raise _invalid(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+        try:
+            return cls(**{k: v for k, v in data.items() if k != "format"})
+        except TypeError as exc:  # pragma: no cover - every field has a default
+            raise _invalid(str(exc)) from exc
+
+    def save(self, path: str | Path) -> Path:
+        """Write the policy as JSON (what ``load`` and ``%config PcMem.policy_file`` read)."""
+        path = Path(path)
+        path.write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "AdmissionPolicy":
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError as exc:
+            raise _invalid(f"no policy file {str(path)!r}") from exc
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise _invalid(f"{str(path)!r} is not a readable JSON policy: {exc}") from exc
+        return cls.from_dict(data)
+
 
 NO_ADMISSION = AdmissionPolicy(fts_min_terms=1, fts_min_coverage=0.0, vector_min_cosine=-1.0)
 """Admits every retrieved candidate: the baseline the harness compares against."""
 
-INITIAL_POLICY = AdmissionPolicy(fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=0.30)
+INITIAL_POLICY = AdmissionPolicy.rfc_initial()
 """The RFC's initial constants, kept as the harness's point of comparison."""
 
 
+def _cross_script(candidate: ChannelCandidate) -> bool:
+    return (candidate.script not in (None, "none") and candidate.query_script not in (None, "none")
+            and candidate.script != candidate.query_script)
+
+
+def _decide_fts(candidate: ChannelCandidate, policy: AdmissionPolicy) -> AdmissionDecision:
+    n = candidate.query_term_count
+    matched = len(candidate.matched_terms)
+    need = policy.required_terms(n)
+    ok = n > 0 and matched >= need
+    reason = f"matched {matched}/{n} terms, needs {need}"
+    if n > policy.short_query_terms:
+        reason += f" (fts_min_terms={policy.fts_min_terms}, fts_min_coverage={policy.fts_min_coverage:g})"
+    if not ok and policy.cross_script_min_terms is not None and _cross_script(candidate):
+        ok = n > 0 and matched >= policy.cross_script_min_terms
+        reason += (f"; {candidate.script} entry for a {candidate.query_script} query needs "
+                   f"{policy.cross_script_min_terms} (cross_script_min_terms)")
+    return AdmissionDecision(candidate, ok, reason)
+
+
+def _decide_vector(candidate: ChannelCandidate, policy: AdmissionPolicy) -> AdmissionDecision:
+    cos = candidate.cosine
+    if cos is None:
+        return AdmissionDecision(candidate, False, "no cosine: the candidate has no vector signal")
+    uncovered = candidate.covered is False
+    if uncovered and policy.vector_uncovered == "refuse":
+        return AdmissionDecision(candidate, False, (
+            f"the embedding profile does not cover this {candidate.query_script} query / {candidate.script} "
+            "entry (vector_uncovered='refuse')"))
+    rethreshold = uncovered and not isinstance(policy.vector_uncovered, str)
+    checks: list[tuple[str, float | None, float]] = []
+    if policy.vector_min_centred is None:
+        checks.append(("cosine", cos, policy.vector_uncovered if rethreshold else policy.vector_min_cosine))
+    else:
+        checks.append(("cosine", cos, policy.vector_min_cosine))
+        checks.append(("centred", candidate.centred,
+                       policy.vector_uncovered if rethreshold else policy.vector_min_centred))
+    parts, ok = [], True
+    for name, value, threshold in checks:
+        if value is None:
+            ok = False
+            parts.append(f"no {name} signal")
+            continue
+        passed = value >= threshold
+        ok = ok and passed
+        parts.append(f"{name} {value:.3f} {'≥' if passed else '<'} {threshold:g}")
+    reason = ", ".join(parts)
+    if rethreshold:
+        reason += " (outside the profile's scripts: vector_uncovered)"
+    return AdmissionDecision(candidate, ok, reason)
+
+
 def decide(candidate: ChannelCandidate, policy: AdmissionPolicy) -> AdmissionDecision:
-    """Admit or reject one candidate, with the reason in words."""
+    """Admit or reject one candidate by the per-candidate rules, with the reason in
+    words (the whole-query gate is ``gate``'s business)."""
     if candidate.channel == "fts":
-        n = candidate.query_term_count
-        matched = len(candidate.matched_terms)
-        need = policy.required_terms(n)
-        ok = n > 0 and matched >= need
-        reason = f"matched {matched}/{n} terms, needs {need}"
-        if n > policy.short_query_terms:
-            reason += f" (fts_min_terms={policy.fts_min_terms}, fts_min_coverage={policy.fts_min_coverage:g})"
-        return AdmissionDecision(candidate, ok, reason)
+        return _decide_fts(candidate, policy)
     if candidate.channel == "vector":
-        cos = candidate.cosine
-        if cos is None:
-            return AdmissionDecision(candidate, False, "no cosine: the candidate has no vector signal")
-        ok = cos >= policy.vector_min_cosine
-        sign = "≥" if ok else "<"
-        reason = f"cosine {cos:.3f} {sign} vector_min_cosine={policy.vector_min_cosine:g}"
-        return AdmissionDecision(candidate, ok, reason)
+        return _decide_vector(candidate, policy)
     raise ValueError(f"unknown channel {candidate.channel!r}")
+
+
+def gate_value(channels: Mapping[str, Sequence[ChannelCandidate]], signal: str) -> float | None:
+    """The best value of ``signal`` over the retrieved pool; None when its channel was
+    not retrieved (the gate then does not apply). An empty pool scores −inf."""
+    channel = "fts" if signal == "coverage" else "vector"
+    if channel not in channels:
+        return None
+    values = [getattr(c, signal) for c in channels[channel]]
+    values = [v for v in values if v is not None]
+    return max(values) if values else -math.inf
+
+
+def gate(channels: Mapping[str, Sequence[ChannelCandidate]], policy: AdmissionPolicy) -> str | None:
+    """Why the whole query is refused, or None when it passes (or has no gate)."""
+    if policy.gate_min is None:
+        return None
+    best = gate_value(channels, policy.gate_signal)
+    if best is None or best >= policy.gate_min:
+        return None
+    return f"whole-query gate: best {policy.gate_signal} {best:.3f} < gate_min={policy.gate_min:g}"
 
 
 def admit(
@@ -103,6 +275,8 @@ def admit(
 ) -> dict[str, tuple[ChannelCandidate, ...]]:
     """Each channel's admitted candidates, in the backend's order. Rejected candidates
     are dropped, never used to fill the limit."""
+    if gate(channels, policy) is not None:
+        return {name: () for name in channels}
     return {
         name: tuple(c for c in candidates if decide(c, policy).admitted)
         for name, candidates in channels.items()
@@ -112,6 +286,9 @@ def admit(
 def explain(
     channels: Mapping[str, Sequence[ChannelCandidate]], policy: AdmissionPolicy
 ) -> tuple[AdmissionDecision, ...]:
+    refused = gate(channels, policy)
+    if refused is not None:
+        return tuple(AdmissionDecision(c, False, refused) for name in channels for c in channels[name])
     return tuple(decide(c, policy) for name in channels for c in channels[name])
 
 
