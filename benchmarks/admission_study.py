@@ -324,6 +324,10 @@ def family_grid(name: str) -> list[tuple[AdmissionPolicy, float | None]]:
         out = [(AdmissionPolicy(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=2,
                                 gate_signal="centred", gate_min=g), None)
                for f in fts for x in CENTRED for g in GATE if g <= x]
+    elif name == "centred+xs+refuse+gate":
+        out = [(AdmissionPolicy(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=2,
+                                vector_uncovered="refuse", gate_signal="centred", gate_min=g), None)
+               for f in fts for x in CENTRED for g in GATE if g <= x]
     elif name == "floors+xs+refuse":
         out = [(AdmissionPolicy(**f, vector_min_cosine=x, cross_script_min_terms=2, vector_uncovered="refuse"), None)
                for f in fts for x in COSINE]
@@ -337,8 +341,22 @@ def family_grid(name: str) -> list[tuple[AdmissionPolicy, float | None]]:
     return out
 
 
-FAMILIES = ("floors", "centred", "centred+xs", "centred+xs+refuse", "centred+xs+gate", "floors+xs+refuse",
+FAMILIES = ("floors", "centred", "centred+xs", "centred+xs+refuse", "centred+xs+gate", "centred+xs+refuse+gate",
+            "floors+xs+refuse",
             "maxsim", "maxsim+xs+refuse")
+
+
+RFC_QUERY = "Which build and verification conventions should I know before editing documentation?"
+RFC_ENTRY = ("Validation convention: run make test for routine code changes; prefer make docs-test for "
+             "documentation-only changes; run make check before review.")
+
+
+def admits_rfc_scenario(p: AdmissionPolicy, version: str) -> bool:
+    """Does the FTS rule admit the RFC scenario's answer (mem_ent_02B v2) to its query?"""
+    an = analyzer.get(version)
+    terms = an.query_terms(RFC_QUERY)
+    stored = set(an.tokens(RFC_ENTRY))
+    return sum(t in stored for t in terms) >= p.required_terms(len(terms))
 
 
 def sweep(table: Table, grid, mode: str = "hybrid"):
@@ -351,11 +369,21 @@ def sweep(table: Table, grid, mode: str = "hybrid"):
     return np.array(nd), np.array(hit)
 
 
+OBJECTIVE = "pooled"
+
+
 def tune(table: Table, nd: np.ndarray, hit: np.ndarray, sel: np.ndarray) -> int:
-    """Index of the best nDCG@10 point with FAR ≤ BOUND on ``sel`` (ties: lower FAR)."""
+    """Index of the best nDCG@10 point on ``sel`` whose false-admission rate is ≤ BOUND
+    (ties: lower FAR). ``OBJECTIVE`` "pooled" bounds FAR over all tuning queries;
+    "per-corpus" bounds it on every tuning corpus separately — a rule that must hold on
+    each corpus it saw is likelier to hold on one it did not."""
     pos, neg = sel & table.positive, sel & ~table.positive
     n = nd[:, pos].mean(1)
     far = hit[:, neg].mean(1) if neg.any() else np.zeros(len(nd))
+    if OBJECTIVE == "per-corpus":
+        corpora = np.array([q.corpus for q in table.queries])
+        for c in np.unique(corpora[neg]):
+            far = np.maximum(far, hit[:, neg & (corpora == c)].mean(1))
     ok = far <= BOUND + 1e-12
     if not ok.any():
         return int(np.argmin(far))
@@ -402,7 +430,13 @@ def main() -> None:
     ap.add_argument("--datasets", nargs="*", default=None)
     ap.add_argument("--out", default=str(ROOT / "results" / "admission_study"))
     ap.add_argument("--families", nargs="*", default=list(FAMILIES))
+    ap.add_argument("--objective", choices=("pooled", "per-corpus"), default="per-corpus")
+    ap.add_argument("--rfc-scenario", action="store_true",
+                    help="only policies whose FTS rule admits the RFC scenario's answer (a requirement of the default)")
     args = ap.parse_args()
+    global OBJECTIVE
+    OBJECTIVE = args.objective
+    suffix = OBJECTIVE + ("-rfc" if args.rfc_scenario else "")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     folders = [Path(d) for d in args.datasets] if args.datasets else sorted(
@@ -417,7 +451,12 @@ def main() -> None:
     rows, loo_rows, chosen = [], [], {}
     per_query: dict[tuple, np.ndarray] = {}
     for version in ("v1", "v2"):
-        queries = [q for c in corpora for q in retrieve(c, version, model)]
+        cached = out / f"candidates_{version}.pkl"
+        if cached.is_file():
+            queries = pd.read_pickle(cached)
+        else:
+            queries = [q for c in corpora for q in retrieve(c, version, model)]
+            pd.to_pickle(queries, cached)
         table = Table(queries)
         corpus_of = np.array([q.corpus for q in queries])
         split = np.array([q.split for q in queries])
@@ -435,6 +474,8 @@ def main() -> None:
                                  value=auc(best[sel & table.positive], best[sel & ~table.positive])))
         for fam in args.families:
             grid = family_grid(fam)
+            if args.rfc_scenario:
+                grid = [(p, m) for p, m in grid if admits_rfc_scenario(p, version)]
             t0 = time.perf_counter()
             nd, hit = sweep(table, grid)
             secs = time.perf_counter() - t0
@@ -480,15 +521,16 @@ def main() -> None:
                 cis.append(dict(analyzer=version, corpus=c, family=fam, vs=best, diff_lo=lo, diff_hi=hi))
     loo = loo.merge(pd.DataFrame(cis), on=["analyzer", "corpus", "family"], how="left")
     summary = pd.DataFrame(rows)
-    loo.to_csv(out / "leave_one_out.csv", index=False)
-    summary.to_csv(out / "summary.csv", index=False)
+    loo.to_csv(out / f"leave_one_out_{suffix}.csv", index=False)
+    summary.to_csv(out / f"summary_{suffix}.csv", index=False)
     pd.set_option("display.width", 250)
     pd.set_option("display.max_colwidth", 70)
     print(summary[summary.kind == "auc"].pivot_table(index=["analyzer", "signal"], columns="corpus", values="value").round(3))
     print(summary[summary.kind == "bundled-test"][["analyzer", "family", "policy", "ndcg", "far", "pos_empty"]].round(3).to_string())
     table = loo.pivot_table(index=["analyzer", "family"], columns="corpus", values=["loo_ndcg", "loo_far"]).round(3)
-    table["mean_loo_ndcg"] = loo.pivot_table(index=["analyzer", "family"], columns="corpus", values="loo_ndcg").mean(1).round(3)
-    print(table.sort_values("mean_loo_ndcg", ascending=False).to_string())
+    table[("mean_loo_ndcg", "")] = loo.pivot_table(index=["analyzer", "family"], columns="corpus",
+                                                   values="loo_ndcg").mean(axis=1).round(3)
+    print(table.sort_values(("mean_loo_ndcg", ""), ascending=False).to_string())
     print(loo[["analyzer", "family", "corpus", "in_ndcg", "in_far", "loo_ndcg", "loo_far", "loo_policy"]].round(3).to_string())
 
 
