@@ -370,9 +370,10 @@ def sweep(table: Table, grid, mode: str = "hybrid"):
 
 
 OBJECTIVE = "pooled"
+TUNING_BOUNDS = tuple(np.round(np.arange(BOUND, 0.149, -0.01), 2))
 
 
-def tune(table: Table, nd: np.ndarray, hit: np.ndarray, sel: np.ndarray) -> int:
+def tune(table: Table, nd: np.ndarray, hit: np.ndarray, sel: np.ndarray, bound: float = BOUND) -> int:
     """Index of the best nDCG@10 point on ``sel`` whose false-admission rate is ≤ BOUND
     (ties: lower FAR). ``OBJECTIVE`` "pooled" bounds FAR over all tuning queries;
     "per-corpus" bounds it on every tuning corpus separately — a rule that must hold on
@@ -384,7 +385,7 @@ def tune(table: Table, nd: np.ndarray, hit: np.ndarray, sel: np.ndarray) -> int:
         corpora = np.array([q.corpus for q in table.queries])
         for c in np.unique(corpora[neg]):
             far = np.maximum(far, hit[:, neg & (corpora == c)].mean(1))
-    ok = far <= BOUND + 1e-12
+    ok = far <= bound + 1e-12
     if not ok.any():
         return int(np.argmin(far))
     key = np.where(ok, n - 1e-6 * far, -np.inf)
@@ -479,10 +480,21 @@ def main() -> None:
             t0 = time.perf_counter()
             nd, hit = sweep(table, grid)
             secs = time.perf_counter() - t0
+            # The tuning bound that transfers: the loosest bound at which rules tuned on
+            # the other corpora keep FAR ≤ BOUND on every corpus left out. A
+            # best-of-grid pick sits on the edge of the bound it was tuned at and lands
+            # above it on unseen queries; this measures how far, without a test split.
+            tuned_at = BOUND
+            for b in TUNING_BOUNDS:
+                held = [metrics(table, corpus_of == c, *(lambda i: (nd[i], hit[i]))(tune(table, nd, hit, corpus_of != c, b)))["far"]
+                        for c in names]
+                if max(held) <= BOUND + 1e-12:
+                    tuned_at = b
+                    break
             # bundled test: tune on every dev split, report on the test splits
             dev, test = split == "dev", split == "test"
-            i = tune(table, nd, hit, dev)
-            m = metrics(table, test, nd[i], hit[i])
+            i = tune(table, nd, hit, dev, tuned_at)
+            m = metrics(table, test, nd[i], hit[i]) | dict(tuned_at=tuned_at)
             chosen[(version, fam)] = grid[i]
             per_query[(version, fam, "test")] = nd[i]
             rows.append(dict(kind="bundled-test", analyzer=version, family=fam, policy=label(*grid[i]), points=len(grid),
@@ -526,7 +538,7 @@ def main() -> None:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_colwidth", 70)
     print(summary[summary.kind == "auc"].pivot_table(index=["analyzer", "signal"], columns="corpus", values="value").round(3))
-    print(summary[summary.kind == "bundled-test"][["analyzer", "family", "policy", "ndcg", "far", "pos_empty"]].round(3).to_string())
+    print(summary[summary.kind == "bundled-test"][["analyzer", "family", "policy", "tuned_at", "ndcg", "far", "pos_empty"]].round(3).to_string())
     table = loo.pivot_table(index=["analyzer", "family"], columns="corpus", values=["loo_ndcg", "loo_far"]).round(3)
     table[("mean_loo_ndcg", "")] = loo.pivot_table(index=["analyzer", "family"], columns="corpus",
                                                    values="loo_ndcg").mean(axis=1).round(3)

@@ -24,7 +24,7 @@ GATE_SIGNALS = ("centred", "cosine", "coverage")
 
 
 def _invalid(message: str) -> InvalidMemoryRequestError:
-    return InvalidMemoryRequestError(f"AdmissionPolicy: {message}")
+    return InvalidMemoryRequestError(message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +111,13 @@ class AdmissionPolicy:
         if not (self.vector_uncovered in ("admit", "refuse") or number(self.vector_uncovered, -2.0, 2.0)):
             raise _invalid(f"vector_uncovered must be 'admit', 'refuse' or a threshold, got {self.vector_uncovered!r}")
 
+    def __repr__(self) -> str:
+        """The RFC's parameters always, a family's only when it is on."""
+        shown = [f.name for f in fields(self)][:7]
+        defaults = AdmissionPolicy.__dataclass_fields__
+        shown += [f.name for f in fields(self)[7:] if getattr(self, f.name) != defaults[f.name].default]
+        return f"AdmissionPolicy({', '.join(f'{n}={getattr(self, n)!r}' for n in shown)})"
+
     @classmethod
     def rfc_initial(cls) -> "AdmissionPolicy":
         """The RFC's initial constants (2 terms / coverage 0.25 / cosine 0.30): the
@@ -150,13 +157,13 @@ class AdmissionPolicy:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "AdmissionPolicy":
         if not isinstance(data, Mapping):
-            raise _invalid(f"a policy is a JSON object, got {type(data).__name__}")
+            raise _invalid(f"an admission policy is a JSON object, got {type(data).__name__}")
         if data.get("format") != POLICY_FORMAT:
-            raise _invalid(f"format must be {POLICY_FORMAT!r}, got {data.get('format')!r}")
+            raise _invalid(f"admission policy format must be {POLICY_FORMAT!r}, got {data.get('format')!r}")
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - names - {"format"})
         if unknown:
-            raise _invalid(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+            raise _invalid(f"unknown admission policy field(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
         try:
             return cls(**{k: v for k, v in data.items() if k != "format"})
         except TypeError as exc:  # pragma: no cover - every field has a default
@@ -174,7 +181,7 @@ class AdmissionPolicy:
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError as exc:
-            raise _invalid(f"no policy file {str(path)!r}") from exc
+            raise _invalid(f"no admission policy file {str(path)!r}") from exc
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise _invalid(f"{str(path)!r} is not a readable JSON policy: {exc}") from exc
         return cls.from_dict(data)
@@ -217,25 +224,28 @@ def _decide_vector(candidate: ChannelCandidate, policy: AdmissionPolicy) -> Admi
             f"the embedding profile does not cover this {candidate.query_script} query / {candidate.script} "
             "entry (vector_uncovered='refuse')"))
     rethreshold = uncovered and not isinstance(policy.vector_uncovered, str)
-    checks: list[tuple[str, float | None, float]] = []
+    # (signal, value, threshold, the parameter that set it)
+    checks: list[tuple[str, float | None, float, str]] = []
     if policy.vector_min_centred is None:
-        checks.append(("cosine", cos, policy.vector_uncovered if rethreshold else policy.vector_min_cosine))
+        checks.append(("cosine", cos, *((policy.vector_uncovered, "vector_uncovered") if rethreshold
+                                        else (policy.vector_min_cosine, "vector_min_cosine"))))
     else:
-        checks.append(("cosine", cos, policy.vector_min_cosine))
-        checks.append(("centred", candidate.centred,
-                       policy.vector_uncovered if rethreshold else policy.vector_min_centred))
+        if policy.vector_min_cosine > -1.0:
+            checks.append(("cosine", cos, policy.vector_min_cosine, "vector_min_cosine"))
+        checks.append(("centred", candidate.centred, *((policy.vector_uncovered, "vector_uncovered") if rethreshold
+                                                       else (policy.vector_min_centred, "vector_min_centred"))))
     parts, ok = [], True
-    for name, value, threshold in checks:
+    for name, value, threshold, parameter in checks:
         if value is None:
             ok = False
             parts.append(f"no {name} signal")
             continue
         passed = value >= threshold
         ok = ok and passed
-        parts.append(f"{name} {value:.3f} {'≥' if passed else '<'} {threshold:g}")
+        parts.append(f"{name} {value:.3f} {'≥' if passed else '<'} {parameter}={threshold:g}")
     reason = ", ".join(parts)
     if rethreshold:
-        reason += " (outside the profile's scripts: vector_uncovered)"
+        reason += " (outside the embedding profile's scripts)"
     return AdmissionDecision(candidate, ok, reason)
 
 

@@ -65,7 +65,16 @@ def test_centred_rule_rejects_a_candidate_without_the_signal():
 
 def test_centred_reason_names_both_signals():
     (d,) = admission.explain({"vector": [vec("a", 1, 0.42, 0.31)]}, AdmissionPolicy(vector_min_cosine=-1, vector_min_centred=0.3))
-    assert d.admitted and d.reason == "cosine 0.420 ≥ -1, centred 0.310 ≥ 0.3"
+    assert d.admitted and d.reason == "centred 0.310 ≥ vector_min_centred=0.3"
+    (d,) = admission.explain({"vector": [vec("a", 1, 0.42, 0.31)]}, AdmissionPolicy(vector_min_cosine=0.5, vector_min_centred=0.3))
+    assert not d.admitted and d.reason == "cosine 0.420 < vector_min_cosine=0.5, centred 0.310 ≥ vector_min_centred=0.3"
+
+
+def test_repr_shows_the_rfc_parameters_and_only_the_families_that_are_on():
+    assert repr(AdmissionPolicy()) == ("AdmissionPolicy(fts_min_terms=3, fts_min_coverage=0.3, vector_min_cosine=0.5, "
+                                       "rrf_k=60, short_query_terms=2, min_pool=32, pool_factor=4)")
+    assert repr(AdmissionPolicy(vector_min_centred=0.3, vector_uncovered="refuse")).endswith(
+        "pool_factor=4, vector_min_centred=0.3, vector_uncovered='refuse')")
 
 
 # ------------------------------------------------------------------- cross-script FTS
@@ -157,7 +166,7 @@ def test_embedding_profile_declares_its_scripts_outside_equality_and_canonical_f
     dict(fts_min_terms=True), dict(fts_min_coverage=math.inf), dict(min_pool=0),
 ])
 def test_policy_refuses_nonsense_with_a_typed_error(bad):
-    with pytest.raises(pc.InvalidMemoryRequestError, match="AdmissionPolicy"):
+    with pytest.raises(pc.InvalidMemoryRequestError, match=next(iter(bad))):
         AdmissionPolicy(**bad)
 
 
@@ -173,9 +182,9 @@ def test_policy_round_trips_through_a_json_file(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ("{", "not a readable JSON policy"),
-    ("[]", "a policy is a JSON object"),
-    ('{"format": "other"}', "format must be"),
-    ('{"format": "powercontext.admission-policy.v1", "vector_min_cosin": 0.4}', "unknown field(s) vector_min_cosin"),
+    ("[]", "an admission policy is a JSON object"),
+    ('{"format": "other"}', "policy format must be"),
+    ('{"format": "powercontext.admission-policy.v1", "vector_min_cosin": 0.4}', "unknown admission policy field(s) vector_min_cosin"),
     ('{"format": "powercontext.admission-policy.v1", "gate_min": "high"}', "gate_min must be"),
 ])
 def test_loading_a_bad_policy_file_says_what_is_wrong(tmp_path, content, message):
@@ -184,7 +193,7 @@ def test_loading_a_bad_policy_file_says_what_is_wrong(tmp_path, content, message
     with pytest.raises(pc.InvalidMemoryRequestError) as info:
         AdmissionPolicy.load(path)
     assert message in str(info.value)
-    with pytest.raises(pc.InvalidMemoryRequestError, match="no policy file"):
+    with pytest.raises(pc.InvalidMemoryRequestError, match="no admission policy file"):
         AdmissionPolicy.load(tmp_path / "missing.json")
 
 
