@@ -53,6 +53,10 @@ class AdmissionPolicy:
       signal (``centred`` or ``cosine`` over the vector pool, ``coverage`` over the FTS
       pool) is below ``gate_min``, nothing is admitted. A gate whose channel was not
       retrieved does not apply.
+    * ``hybrid_fts_min_terms`` / ``hybrid_fts_min_coverage``: the FTS floors to use when
+      the vector channel was retrieved too (hybrid). In ``fts`` mode the FTS floor is
+      the only evidence a hit has; in hybrid the vector channel carries the paraphrases,
+      so matched terms can be asked to be stronger. None = the ``fts_*`` floors.
     * ``vector_uncovered``: what happens to a vector candidate when the embedding
       profile does not cover the query's or the candidate's script: ``"admit"`` (the
       usual threshold), ``"refuse"``, or a number that replaces the threshold of the
@@ -81,6 +85,8 @@ class AdmissionPolicy:
     gate_signal: str = "centred"
     gate_min: float | None = None
     vector_uncovered: str | float = "admit"
+    hybrid_fts_min_terms: int | None = None
+    hybrid_fts_min_coverage: float | None = None
 
     def __post_init__(self) -> None:
         def whole(value: Any, low: int) -> bool:
@@ -108,6 +114,10 @@ class AdmissionPolicy:
             raise _invalid(f"gate_signal must be one of {', '.join(GATE_SIGNALS)}, got {self.gate_signal!r}")
         if self.gate_min is not None and not number(self.gate_min, -2.0, 2.0):
             raise _invalid("gate_min must be None or within [-2, 2]")
+        if self.hybrid_fts_min_terms is not None and not whole(self.hybrid_fts_min_terms, 1):
+            raise _invalid("hybrid_fts_min_terms must be None or an integer ≥ 1")
+        if self.hybrid_fts_min_coverage is not None and not number(self.hybrid_fts_min_coverage, 0.0, 1.0):
+            raise _invalid("hybrid_fts_min_coverage must be None or within [0, 1]")
         if not (self.vector_uncovered in ("admit", "refuse") or number(self.vector_uncovered, -2.0, 2.0)):
             raise _invalid(f"vector_uncovered must be 'admit', 'refuse' or a threshold, got {self.vector_uncovered!r}")
 
@@ -127,15 +137,24 @@ class AdmissionPolicy:
     def pool_size(self, limit: int) -> int:
         return max(limit * self.pool_factor, self.min_pool)
 
-    def required_terms(self, query_term_count: int) -> int:
+    def fts_floors(self, hybrid: bool = False) -> tuple[int, float]:
+        """(min terms, min coverage) of the FTS rule in fts mode or, with ``hybrid``, beside
+        the vector channel."""
+        if not hybrid:
+            return self.fts_min_terms, self.fts_min_coverage
+        return (self.fts_min_terms if self.hybrid_fts_min_terms is None else self.hybrid_fts_min_terms,
+                self.fts_min_coverage if self.hybrid_fts_min_coverage is None else self.hybrid_fts_min_coverage)
+
+    def required_terms(self, query_term_count: int, hybrid: bool = False) -> int:
         """Matched distinct terms an FTS candidate needs for a query of N terms."""
         n = query_term_count
         if n <= self.short_query_terms:
             return 1
+        terms, coverage = self.fts_floors(hybrid)
         # The epsilon keeps float products such as 0.3 × 10 = 3.0000000000000004 from
         # demanding one term more than the stated coverage.
-        by_coverage = math.ceil(self.fts_min_coverage * n - 1e-9)
-        return min(n, max(self.fts_min_terms, by_coverage))
+        by_coverage = math.ceil(coverage * n - 1e-9)
+        return min(n, max(terms, by_coverage))
 
     @property
     def family(self) -> str:
@@ -147,6 +166,8 @@ class AdmissionPolicy:
             parts.append("gate")
         if self.vector_uncovered != "admit":
             parts.append("coverage")
+        if self.fts_floors(hybrid=True) != self.fts_floors():
+            parts.append("hybrid-floors")
         return "+".join(parts)
 
     # ------------------------------------------------------------------ JSON
@@ -199,14 +220,16 @@ def _cross_script(candidate: ChannelCandidate) -> bool:
             and candidate.script != candidate.query_script)
 
 
-def _decide_fts(candidate: ChannelCandidate, policy: AdmissionPolicy) -> AdmissionDecision:
+def _decide_fts(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bool) -> AdmissionDecision:
     n = candidate.query_term_count
     matched = len(candidate.matched_terms)
-    need = policy.required_terms(n)
+    need = policy.required_terms(n, hybrid)
     ok = n > 0 and matched >= need
     reason = f"matched {matched}/{n} terms, needs {need}"
     if n > policy.short_query_terms:
-        reason += f" (fts_min_terms={policy.fts_min_terms}, fts_min_coverage={policy.fts_min_coverage:g})"
+        terms, coverage = policy.fts_floors(hybrid)
+        prefix = "hybrid_" if policy.fts_floors(hybrid) != policy.fts_floors() else ""
+        reason += f" ({prefix}fts_min_terms={terms}, {prefix}fts_min_coverage={coverage:g})"
     if not ok and policy.cross_script_min_terms is not None and _cross_script(candidate):
         ok = n > 0 and matched >= policy.cross_script_min_terms
         reason += (f"; {candidate.script} entry for a {candidate.query_script} query needs "
@@ -249,11 +272,12 @@ def _decide_vector(candidate: ChannelCandidate, policy: AdmissionPolicy) -> Admi
     return AdmissionDecision(candidate, ok, reason)
 
 
-def decide(candidate: ChannelCandidate, policy: AdmissionPolicy) -> AdmissionDecision:
+def decide(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bool = False) -> AdmissionDecision:
     """Admit or reject one candidate by the per-candidate rules, with the reason in
-    words (the whole-query gate is ``gate``'s business)."""
+    words (the whole-query gate is ``gate``'s business). ``hybrid``: the vector channel
+    was retrieved beside the FTS one."""
     if candidate.channel == "fts":
-        return _decide_fts(candidate, policy)
+        return _decide_fts(candidate, policy, hybrid)
     if candidate.channel == "vector":
         return _decide_vector(candidate, policy)
     raise ValueError(f"unknown channel {candidate.channel!r}")
@@ -287,10 +311,15 @@ def admit(
     are dropped, never used to fill the limit."""
     if gate(channels, policy) is not None:
         return {name: () for name in channels}
+    hybrid = is_hybrid(channels)
     return {
-        name: tuple(c for c in candidates if decide(c, policy).admitted)
+        name: tuple(c for c in candidates if decide(c, policy, hybrid).admitted)
         for name, candidates in channels.items()
     }
+
+
+def is_hybrid(channels: Mapping[str, Sequence[ChannelCandidate]]) -> bool:
+    return "fts" in channels and "vector" in channels
 
 
 def explain(
@@ -299,7 +328,8 @@ def explain(
     refused = gate(channels, policy)
     if refused is not None:
         return tuple(AdmissionDecision(c, False, refused) for name in channels for c in channels[name])
-    return tuple(decide(c, policy) for name in channels for c in channels[name])
+    hybrid = is_hybrid(channels)
+    return tuple(decide(c, policy, hybrid) for name in channels for c in channels[name])
 
 
 def tie_break_key(key: tuple[str, str, str]) -> tuple[bytes, bytes, bytes]:

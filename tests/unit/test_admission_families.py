@@ -214,3 +214,19 @@ def test_floors_family_decides_exactly_as_the_rfc_floors(rows, terms, coverage, 
     got = admission.admit({"fts": f, "vector": v}, p)
     assert ids(got, "fts") == [c.entry_id for c in f if len(c.matched_terms) >= p.required_terms(6)]
     assert ids(got, "vector") == [c.entry_id for c in v if c.cosine >= cosine]
+
+
+# ------------------------------------------------------------------- mode-aware FTS floors
+
+
+def test_hybrid_fts_floors_apply_only_beside_the_vector_channel():
+    p = AdmissionPolicy(fts_min_terms=3, fts_min_coverage=0.3, hybrid_fts_min_terms=4, hybrid_fts_min_coverage=0.34)
+    assert (p.required_terms(10), p.required_terms(10, hybrid=True)) == (3, 4)
+    three = fts("a", 1, 3, 10)
+    assert ids(admission.admit({"fts": [three]}, p), "fts") == ["a"]
+    assert ids(admission.admit({"fts": [three], "vector": []}, p), "fts") == []
+    (d,) = admission.explain({"fts": [three], "vector": []}, p)
+    assert d.reason == "matched 3/10 terms, needs 4 (hybrid_fts_min_terms=4, hybrid_fts_min_coverage=0.34)"
+    assert p.family == "floors+hybrid-floors"
+    unset = AdmissionPolicy(fts_min_terms=3, fts_min_coverage=0.3)
+    assert unset.required_terms(10, hybrid=True) == unset.required_terms(10) == 3
