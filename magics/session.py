@@ -11,19 +11,11 @@ import powercontext as pc
 
 from .errors import PcMemUserError
 from powercontext.loop import LoopRunner, default_runner
+from powercontext.redaction import redact
 
 __all__ = ["Session", "redact", "with_database"]
 
 T = TypeVar("T")
-
-
-def redact(target: str) -> str:
-    """A URL without its password, for display."""
-    parsed = urlparse(target)
-    if parsed.password is None:
-        return target
-    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@")
-    return urlunparse(parsed._replace(netloc=netloc))
 
 
 def with_database(server_url: str, database: str) -> str:

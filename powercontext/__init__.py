@@ -10,10 +10,14 @@ from .errors import (
     ArtifactNotFoundError,
     BackendUnavailableError,
     CapabilityNotSupportedError,
+    CommitOutcomeUnknownError,
+    ConnectionLostError,
+    DatabaseBusyError,
     InvalidCitationError,
     InvalidMemoryRequestError,
     InvalidRuntimeRequestError,
     MemoryEntryNotFoundError,
+    NotHeadError,
     PatchMatchError,
     PowerContextError,
     RevisionConflictError,
@@ -47,10 +51,11 @@ from .opening import open
 
 __all__ = [
     "AdmissionPolicy", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
-    "CapabilityNotSupportedError", "ContentSource", "EmbeddingProfile", "InvalidCitationError",
+    "CapabilityNotSupportedError", "CommitOutcomeUnknownError", "ConnectionLostError", "ContentSource",
+    "DatabaseBusyError", "EmbeddingProfile", "InvalidCitationError",
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MemoryChange", "MemoryCitation",
     "MemoryEntryInput", "MemoryEntryNotFoundError", "MemoryEntryVersion", "MemoryHit",
-    "MemoryRevision", "MemorySearchResult", "MemoryService", "PatchMatchError", "PowerContextError",
+    "MemoryRevision", "MemorySearchResult", "MemoryService", "NotHeadError", "PatchMatchError", "PowerContextError",
     "RevisionConflictError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
     "AgentTurnSource", "GitChangeSource", "StructuredEntry", "StructuredSource", "TaskOutcomeSource", "Verification",
 ]

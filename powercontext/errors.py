@@ -6,9 +6,21 @@ know the standard library still catch them.
 
 from __future__ import annotations
 
+from .redaction import redact_text
+
 
 class PowerContextError(Exception):
-    """Base class of every error this library raises on purpose."""
+    """Base class of every error this library raises on purpose.
+
+    Messages are passed through ``redact_text``: a URL quoted in any message never
+    shows its password. ``retryable`` says whether running the same call again later
+    can succeed (a busy file, a server that is restarting) without changing anything.
+    """
+
+    retryable: bool = False
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(redact_text(a) if isinstance(a, str) else a for a in args))
 
 
 class RevisionConflictError(PowerContextError):
@@ -21,6 +33,13 @@ class RevisionConflictError(PowerContextError):
 class CapabilityNotSupportedError(PowerContextError):
     """An explicitly requested capability (vector search, an extractor, a non-head
     search …) is not available here. Explicit requests never silently fall back."""
+
+
+class NotHeadError(CapabilityNotSupportedError, RevisionConflictError):
+    """A search named a Revision that is not (or, during the search, stopped being)
+    its Memory's head. Search reads current heads only (a CapabilityNotSupportedError
+    in RFC terms); the fix is the same as for any conflict: reread the head, search
+    again. One type for the whole race, whichever read noticed it first."""
 
 
 class ArtifactNotFoundError(PowerContextError, LookupError):
@@ -55,7 +74,30 @@ class InvalidRuntimeRequestError(PowerContextError, ValueError):
 
 
 class BackendUnavailableError(PowerContextError):
-    """The database could not be opened or does not meet the minimum requirements."""
+    """The database could not be opened, is unreachable right now, or does not meet
+    the minimum requirements. ``retryable`` is True when the cause is transient (a
+    server restart, a lost connection): the same call may succeed later."""
+
+
+class DatabaseBusyError(BackendUnavailableError):
+    """Another writer held the database lock for longer than the busy timeout.
+    Nothing was written by this call; retry it."""
+
+    retryable = True
+
+
+class ConnectionLostError(BackendUnavailableError):
+    """The connection to the database server was lost (server restart or outage).
+    For a write, the outcome was re-read and the message says what happened; once the
+    server is back, the next call reconnects."""
+
+    retryable = True
+
+
+class CommitOutcomeUnknownError(ConnectionLostError):
+    """The connection was lost while a commit was in flight and the outcome could not
+    be re-read (the server is still down). Reread the head once the server is back
+    (``svc.head(artifact_id)``) before retrying: the Revision may or may not exist."""
 
 
 class EmbeddingUnavailableError(PowerContextError):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 from . import canonical
+from .errors import InvalidMemoryRequestError
 
 EntryState = Literal["active", "inactive"]
 ChangeOp = Literal["add", "revise", "deactivate", "reactivate"]
@@ -21,6 +22,8 @@ KNOWN_KINDS = ("fact", "preference", "decision", "constraint", "working_note")
 MEMORY_SCHEMA = "powercontext.memory.v1"
 MANIFEST_FORMAT = "flat-v1"
 MEMORY_FAMILY = "memory"
+#: Revisions are stored as signed 64-bit integers on both databases.
+MAX_REVISION = 2**63 - 1
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -29,6 +32,18 @@ class ArtifactRef:
 
     artifact_id: str
     revision: int
+
+    def __post_init__(self) -> None:
+        # The public boundary: a ref is hashed into entries and bound into SQL, so a
+        # float, a string number or an out-of-range integer is refused here, once.
+        if not isinstance(self.artifact_id, str) or not canonical.is_valid_id(self.artifact_id):
+            raise InvalidMemoryRequestError(
+                f"ArtifactRef.artifact_id must be an id string (printable ASCII, ≤128 chars), got {self.artifact_id!r:.80}"
+            )
+        if type(self.revision) is not int or not 0 <= self.revision <= MAX_REVISION:
+            raise InvalidMemoryRequestError(
+                f"ArtifactRef.revision must be an integer in 0..2**63-1, got {self.revision!r:.80}"
+            )
 
     def to_canonical(self) -> dict[str, Any]:
         return {"artifact_id": self.artifact_id, "revision": self.revision}

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
-from urllib.parse import urlparse
 
 from .embedding import resolve as resolve_embedding
 from .errors import InvalidMemoryRequestError
 from .memory.service import MemoryService
+from .redaction import redact
 
 
 def _sqlite_path(target: str) -> str | None:
@@ -29,6 +29,11 @@ async def open(target: Any, embedding: Any = None, **service_options: Any) -> Me
     ``target``: a SQLite path, ``sqlite:///path.db``, ``:memory:``, or
     ``oceanbase://user:password@host:port/database``. ``embedding``: None (full-text
     only), ``"minilm"`` (the bundled all-MiniLM-L6-v2), or an EmbeddingModel.
+
+    A SQLite file is created 0600 in an existing directory (a missing directory is
+    refused). A server URL without a database (``…:port/``) uses and creates the
+    database ``pc``; ``svc.backend.default_database`` is then True and an INFO log line
+    says so. Errors never show the URL's password.
     """
     if not isinstance(target, str):
         target = str(target)
@@ -40,12 +45,12 @@ async def open(target: Any, embedding: Any = None, **service_options: Any) -> Me
 
         backend = await asyncio.to_thread(SQLiteMemoryBackend, path, profile)
         return MemoryService(backend, embedding=model, **service_options)
-    scheme = urlparse(target).scheme
+    scheme = target.split("://", 1)[0].lower()  # urlparse would raise on a malformed host
     if scheme in ("oceanbase", "mysql"):
         from .backends.oceanbase import OceanBaseMemoryBackend
 
         backend = await asyncio.to_thread(OceanBaseMemoryBackend, target, profile)
         return MemoryService(backend, embedding=model, **service_options)
     raise InvalidMemoryRequestError(
-        f"cannot open {target!r}: use a SQLite path, sqlite:///path.db, :memory: or oceanbase://user@host:port/db"
+        f"cannot open {redact(target)!r}: use a SQLite path, sqlite:///path.db, :memory: or oceanbase://user@host:port/db"
     )

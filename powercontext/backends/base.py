@@ -24,6 +24,9 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import analyzer, canonical
 from ..errors import (
     ArtifactNotFoundError,
+    CommitOutcomeUnknownError,
+    ConnectionLostError,
+    PowerContextError,
     InvalidCitationError,
     InvalidMemoryRequestError,
     MemoryEntryNotFoundError,
@@ -60,7 +63,9 @@ from .rules import (  # noqa: F401  (re-exported)
     normalize_reason,
     normalize_text,
     refs_to_json,
+    source_fields,
     source_refs_from_json,
+    stored_row,
     validate_kind,
     version_content_hash,
 )
@@ -94,7 +99,72 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
         if self._closed:
             raise RuntimeError(f"{self.name} backend is closed")
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, *args)
+        return await loop.run_in_executor(self._executor, self._call, fn, args)
+
+    def _call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """Run one primitive on the worker thread; no raw driver error leaves it.
+
+        A lost connection (server restart) is retried once on a fresh connection:
+        every primitive is a read or an idempotent write, except a commit, whose
+        outcome is re-read instead (a second attempt could not tell "mine landed"
+        from "someone else's did")."""
+        for attempt in (1, 2):
+            try:
+                return fn(*args)
+            except PowerContextError:
+                raise
+            except Exception as exc:
+                if not self._is_connection_lost(exc):
+                    mapped = self._driver_error(exc)
+                    if mapped is None:
+                        raise
+                    raise mapped from exc
+                if getattr(fn, "__func__", None) is DatabaseMemoryBackend._commit_sync:
+                    return self._commit_outcome(args[0], exc)
+                if attempt == 2:
+                    raise ConnectionLostError(
+                        f"lost the connection to the {self.name} server twice in a row ({exc}); "
+                        "it is down or restarting: retry once it is back"
+                    ) from None
+        raise AssertionError("unreachable")
+
+    def _commit_outcome(self, plan: CommitPlan, lost: BaseException) -> MemoryRevision:
+        """The connection died during a commit: re-read whether the Revision landed."""
+        ref = ArtifactRef(plan.artifact_id, plan.next_revision)
+        content_text, content_hash = plan.content.canonical()
+        try:
+            with self._transaction(write=False) as tx:
+                row = self._read_revision(tx, plan.artifact_id, plan.next_revision)
+                head = self._read_head(tx, plan.artifact_id)
+        except PowerContextError as exc:
+            raise CommitOutcomeUnknownError(
+                f"the connection was lost while committing {ref} ({lost}) and the server cannot be reached to "
+                f"re-read the outcome ({exc}); once it is back, reread svc.head({plan.artifact_id!r}) before retrying"
+            ) from None
+        except Exception as exc:
+            if not self._is_connection_lost(exc):
+                raise
+            raise CommitOutcomeUnknownError(
+                f"the connection was lost while committing {ref} ({lost}) and again while re-reading the outcome; "
+                f"once the server is back, reread svc.head({plan.artifact_id!r}) before retrying"
+            ) from None
+        if row is not None and tuple(row)[:2] == (content_text, content_hash):
+            self._invalidate_completeness(plan.artifact_id)
+            return MemoryRevision(ref=ref, content=plan.content, content_hash=content_hash, lineage=plan.lineage)
+        if row is not None:
+            raise RevisionConflictError(f"a concurrent writer committed {ref} first; reread the head and retry")
+        raise ConnectionLostError(
+            f"the connection was lost while committing {ref} ({lost}); re-read: it was NOT committed "
+            f"(head is Revision {head}). Nothing was written: retry the operation"
+        )
+
+    def _is_connection_lost(self, exc: BaseException) -> bool:
+        """Adapter hook: did ``exc`` break the connection rather than one statement?"""
+        return False
+
+    def _driver_error(self, exc: BaseException) -> PowerContextError | None:
+        """Adapter hook: the typed error for a driver exception (None: re-raise as is)."""
+        return None
 
     async def capabilities(self) -> MemoryCapabilities:
         return await self._run(self._capabilities_sync)
@@ -183,13 +253,12 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
         if cached is not None and cached[0] == row:
             return cached[1]  # the stored strings are exactly the ones verified before
         content_text, content_hash, lineage_text = row
-        try:
+        with stored_row(f"Revision {ref}"):
             content = MemoryContent.from_json(content_text)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise InvalidCitationError(f"Revision {ref} is not valid MemoryContent: {exc}") from exc
+            lineage = RevisionLineage.from_json(lineage_text)
         if content.canonical() != (content_text, content_hash):
             raise InvalidCitationError(f"Revision {ref} does not match its content hash: the row was altered")
-        revision = MemoryRevision(ref=ref, content=content, content_hash=content_hash, lineage=RevisionLineage.from_json(lineage_text))
+        revision = MemoryRevision(ref=ref, content=content, content_hash=content_hash, lineage=lineage)
         with self._revision_cache_lock:
             if len(self._revision_cache) >= REVISION_CACHE_SIZE:
                 self._revision_cache.pop(next(iter(self._revision_cache)))
@@ -225,6 +294,11 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
 
     @staticmethod
     def _version_from_row(row: Sequence[Any]) -> MemoryEntryVersion:
+        with stored_row("an entry version"):
+            return DatabaseMemoryBackend._decode_version(row)
+
+    @staticmethod
+    def _decode_version(row: Sequence[Any]) -> MemoryEntryVersion:
         (memory_id, entry_id, version_id, version, previous, kind, text, source_refs,
          artifact_refs, content_hash, created) = row
         return MemoryEntryVersion(
@@ -279,7 +353,8 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
             rows = self._read_revision_range(tx, ref.artifact_id, lo + 1, ref.revision)
             out = []
             for revision, content_text, content_hash in rows:
-                content = MemoryContent.from_json(content_text)
+                with stored_row(f"Revision {ref.artifact_id}@{revision}"):
+                    content = MemoryContent.from_json(content_text)
                 if content.canonical() != (content_text, content_hash):
                     raise InvalidCitationError(f"Revision {ref.artifact_id}@{revision} does not match its content hash")
                 out.append(MemoryRevisionChanges(ArtifactRef(ref.artifact_id, revision), content.changes))
@@ -321,18 +396,12 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
     # ---------------------------------------------------------------- sources
 
     def _persist_source_sync(self, source: ContentSource) -> Source:
-        if not isinstance(source, ContentSource):
-            raise InvalidMemoryRequestError("persist() takes a ContentSource(name, content, description=None, metadata={})")
-        name = canonical.nfc(source.name) if isinstance(source.name, str) else source.name
-        if not canonical.is_valid_id(name):
-            raise InvalidMemoryRequestError(f"source name must be printable ASCII without spaces, ≤128 chars: {source.name!r}")
-        if not isinstance(source.content, str):
-            raise InvalidMemoryRequestError("source content must be a string")
-        payload = source_payload(name, canonical.nfc(source.content), source.description, source.metadata)
+        name, content, description, metadata = source_fields(source)
+        payload = source_payload(name, content, description, metadata)
         try:
             payload_text = canonical.canonical_text(payload)
-        except (TypeError, ValueError) as exc:
-            raise InvalidMemoryRequestError(f"source {name!r} is not canonical JSON: {exc}") from exc
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise InvalidMemoryRequestError(f"source {name!r} is not canonical JSON: {exc}"[:500]) from None
         content_hash = canonical.source_content_hash(payload)
         with self._transaction(write=True) as tx:
             existing = self._read_source(tx, name)
@@ -355,8 +424,19 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
 
     @staticmethod
     def _source_from_payload(payload_text: str, content_hash: str) -> Source:
-        data = json.loads(payload_text)
-        return Source(data["name"], data["content"], data["description"], data["metadata"], content_hash)
+        """Sources are read by name: the stored payload must still be canonical and
+        hash to the stored content hash. (Entry versions commit to that hash through
+        their SourceRefs; a Source read by name alone has no other anchor, so a row
+        rewritten together with a recomputed hash is caught only where it is cited.)"""
+        with stored_row("a Source payload"):
+            data = json.loads(payload_text)
+            source = Source(data["name"], data["content"], data["description"], data["metadata"], content_hash)
+            text = canonical.canonical_text(source.payload())
+        if text != payload_text or canonical.source_content_hash(source.payload()) != content_hash:
+            raise InvalidCitationError(
+                f"Source {data['name']!r} does not hash to its stored content hash: the row was altered"
+            )
+        return source
 
     # ---------------------------------------------------------------- commit
 

@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import struct
 import threading
 from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 
-from ..errors import BackendUnavailableError
+from ..errors import BackendUnavailableError, ConnectionLostError, InvalidMemoryRequestError, PowerContextError
 from ..model import EmbeddingProfile
+from ..redaction import redact
 from .base import DatabaseMemoryBackend
+from .driver import DATABASE_NAME, connect, database_identifier, is_connection_lost
 from .portable import PortableSQL
 from .rules import schema_records
 
@@ -103,22 +106,39 @@ _HEADS_DDL = """CREATE TABLE IF NOT EXISTS memory_entry_heads (
         REFERENCES memory_entry_versions (memory_artifact_id, entry_id, entry_version_id))"""
 
 
+log = logging.getLogger(__name__)
+
+#: The database a server URL without one (``oceanbase://root:pw@host:port/``) uses.
+DEFAULT_DATABASE = "pc"
+
+
 def parse_url(url: str) -> dict[str, Any]:
-    parsed = urlparse(url)
+    """Connection parameters of ``oceanbase://user[:password]@host:port/database``.
+
+    A URL with no database uses DEFAULT_DATABASE (``default_database`` is then True).
+    Errors quote the URL without its password."""
+    try:
+        parsed = urlparse(url)
+        port = parsed.port
+    except ValueError as exc:
+        raise InvalidMemoryRequestError(f"{redact(url)!r} is not a valid URL: {exc}") from None
     if parsed.scheme not in ("oceanbase", "mysql"):
-        raise BackendUnavailableError(f"not an OceanBase URL: {url!r}")
+        raise InvalidMemoryRequestError(f"not an OceanBase URL: {redact(url)!r}")
     database = parsed.path.lstrip("/")
-    if not re.fullmatch(r"[A-Za-z0-9_]{1,64}", database or ""):
-        raise BackendUnavailableError(
-            f"{url!r} names no usable database: use oceanbase://user[:password]@host:port/database "
+    if not database:
+        database = DEFAULT_DATABASE
+    if not DATABASE_NAME.fullmatch(database):
+        raise InvalidMemoryRequestError(
+            f"{redact(url)!r} names no usable database: use oceanbase://user[:password]@host:port/database "
             "(letters, digits and _)"
         )
     return dict(
         host=parsed.hostname or "127.0.0.1",
-        port=parsed.port or 2881,
+        port=port or 2881,
         user=unquote(parsed.username or "root"),
         password=unquote(parsed.password or ""),
         database=database,
+        default_database=not parsed.path.lstrip("/"),
     )
 
 
@@ -142,7 +162,12 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
 
         self._pymysql = pymysql
         self._params = parse_url(url)
-        self.url = url
+        self.url = url  # may carry the password: never put it in a message (see __repr__)
+        self.database = self._params["database"]
+        #: True when the URL named no database and DEFAULT_DATABASE was used.
+        self.default_database = self._params["default_database"]
+        if self.default_database:
+            log.info("%s names no database; using database %r", redact(url), self.database)
         self._local = threading.local()
         self._connections: list[Any] = []
         self._connections_lock = threading.Lock()
@@ -153,24 +178,29 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
 
     # ------------------------------------------------------------- connections
 
+    def __repr__(self) -> str:
+        return f"OceanBaseMemoryBackend({redact(self.url)!r})"
+
     def _raw_connect(self, database: str | None):
         p = self._params
         try:
-            return self._pymysql.connect(
+            return connect(
                 host=p["host"], port=p["port"], user=p["user"], password=p["password"],
-                database=database, autocommit=True, charset="utf8mb4", connect_timeout=10,
+                database=database, autocommit=True, connect_timeout=10,
             )
-        except self._pymysql.err.OperationalError as exc:
-            raise BackendUnavailableError(
+        except self._pymysql.err.MySQLError as exc:
+            error = ConnectionLostError if is_connection_lost(exc) else BackendUnavailableError
+            raise error(
                 f"cannot reach OceanBase at {p['host']}:{p['port']} as {p['user']!r}: {exc.args[-1]}. "
                 "Start one with `python -m powercontext.backends.seekdb start` or set POWERCONTEXT_OCEANBASE_URL"
-            ) from exc
+            ) from None
 
     def _create_database(self) -> None:
+        statement = f"CREATE DATABASE IF NOT EXISTS {database_identifier(self._params['database'])}"
         con = self._raw_connect(None)
         try:
             with con.cursor() as cur:
-                cur.execute(f"CREATE DATABASE IF NOT EXISTS `{self._params['database']}`")
+                cur.execute(statement)
         finally:
             con.close()
 
@@ -190,17 +220,54 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     @contextlib.contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:
         con = self._connection()
-        con.begin()
-        cur = con.cursor()
+        try:
+            con.begin()
+            cur = con.cursor()
+        except BaseException as exc:
+            self._drop_connection_after(exc)
+            raise
         try:
             yield cur
-        except BaseException:
-            con.rollback()
+        except BaseException as exc:
+            try:
+                con.rollback()
+            except Exception:  # noqa: BLE001 - the connection is gone; the server rolls back
+                self._drop_connection()
+            self._drop_connection_after(exc)
             raise
         else:
-            con.commit()
+            try:
+                con.commit()
+            except BaseException as exc:
+                self._drop_connection_after(exc)
+                raise
         finally:
-            cur.close()
+            with contextlib.suppress(Exception):
+                cur.close()
+
+    def _drop_connection_after(self, exc: BaseException) -> None:
+        if not isinstance(exc, PowerContextError) and is_connection_lost(exc):
+            self._drop_connection()
+
+    def _drop_connection(self) -> None:
+        """Forget this worker's connection (it died with the server); the next
+        statement on this thread opens a new one."""
+        con = getattr(self._local, "con", None)
+        self._local.con = None
+        if con is not None:
+            with self._connections_lock:
+                if con in self._connections:
+                    self._connections.remove(con)
+            with contextlib.suppress(Exception):
+                con.close()
+
+    def _is_connection_lost(self, exc: BaseException) -> bool:
+        return is_connection_lost(exc)
+
+    def _driver_error(self, exc: BaseException) -> PowerContextError | None:
+        if isinstance(exc, self._pymysql.err.MySQLError):
+            return BackendUnavailableError(f"OceanBase refused the statement: {exc.args[-1] if exc.args else exc}"[:500])
+        return None
 
     def _close_sync(self) -> None:
         # Each worker thread owns a connection; all are listed here, so one call (on

@@ -11,7 +11,7 @@ from ..embedding import check_vector
 from ..errors import (
     ArtifactNotFoundError,
     CapabilityNotSupportedError,
-    RevisionConflictError,
+    NotHeadError,
 )
 from ..model import (
     ArtifactRef,
@@ -36,7 +36,7 @@ class AuthoritativeRetrieval:
                 return self._retrieve_once(request)
             except _HeadMoved as exc:  # a concurrent commit between our reads
                 last_error = exc
-        raise RevisionConflictError(f"the selected Memory kept moving during the search: {last_error}")
+        raise NotHeadError(f"the selected Memory kept moving during the search: {last_error}")
 
     def _retrieve_once(self, request: RetrievalRequest) -> Retrieval:
         with self._transaction(write=False) as tx:
@@ -46,7 +46,7 @@ class AuthoritativeRetrieval:
                 if head is None:
                     raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
                 if head != ref.revision:
-                    raise RevisionConflictError(
+                    raise NotHeadError(
                         f"{ref} is no longer the head (now Revision {head}); search the current head"
                     )
             manifests = {r.artifact_id: self._revision(tx, r).manifest.by_id() for r in request.memories}

@@ -4,10 +4,12 @@ hash of a stored version, reference codecs, and L2 → cosine for unit vectors."
 
 from __future__ import annotations
 
+import contextlib
 import json
+from typing import Iterator
 
 from .. import analyzer, canonical
-from ..errors import BackendUnavailableError, InvalidMemoryRequestError
+from ..errors import BackendUnavailableError, InvalidCitationError, InvalidMemoryRequestError
 from ..model import (
     ArtifactRef,
     MemoryEntryVersion,
@@ -23,10 +25,23 @@ MAX_KIND_LENGTH = 64
 # ------------------------------------------------------------------ shared validators
 
 
+def require_utf8(text: str, what: str) -> str:
+    """Refuse strings that have no UTF-8 form (lone surrogates): they can be neither
+    hashed canonically nor stored."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidMemoryRequestError(
+            f"{what} contains a lone surrogate ({exc.object[exc.start:exc.end]!r} at {exc.start}); "
+            "it has no UTF-8 form. Decode your input with errors='replace' first"
+        ) from None
+    return text
+
+
 def normalize_text(text: object) -> str:
     if not isinstance(text, str):
         raise InvalidMemoryRequestError(f"entry text must be a string, not {type(text).__name__}")
-    text = canonical.nfc(text).strip()
+    text = canonical.nfc(require_utf8(text, "entry text")).strip()
     if not text:
         raise InvalidMemoryRequestError("entry text is empty after normalization")
     size = len(text.encode("utf-8"))
@@ -42,7 +57,7 @@ def normalize_reason(reason: object) -> str | None:
         return None
     if not isinstance(reason, str):
         raise InvalidMemoryRequestError("reason must be a string or None")
-    reason = canonical.nfc(reason).strip()
+    reason = canonical.nfc(require_utf8(reason, "reason")).strip()
     if not reason:
         return None
     if len(reason) > MAX_REASON_CODE_POINTS:
@@ -66,6 +81,64 @@ def validate_kind(kind: object) -> str:
     return kind
 
 
+MAX_METADATA_DEPTH = 32
+
+
+def source_fields(source: object) -> tuple[str, str, str | None, dict]:
+    """The validated (name, content, description, metadata) of a ContentSource: NFC
+    name and content, UTF-8-encodable strings, and metadata that is a JSON object of
+    bounded depth (canonical JSON recurses; a 5,000-deep object must not)."""
+    from ..model import ContentSource
+
+    if not isinstance(source, ContentSource):
+        raise InvalidMemoryRequestError("persist() takes a ContentSource(name, content, description=None, metadata={})")
+    if not isinstance(source.name, str):
+        raise InvalidMemoryRequestError(f"source name must be a string, got {type(source.name).__name__}")
+    name = canonical.nfc(require_utf8(source.name, "source name"))
+    if not canonical.is_valid_id(name):
+        raise InvalidMemoryRequestError(f"source name must be printable ASCII without spaces, ≤128 chars: {source.name!r:.140}")
+    if not isinstance(source.content, str):
+        raise InvalidMemoryRequestError("source content must be a string")
+    content = canonical.nfc(require_utf8(source.content, f"source {name!r} content"))
+    description = source.description
+    if description is not None:
+        if not isinstance(description, str):
+            raise InvalidMemoryRequestError("source description must be a string or None")
+        description = require_utf8(description, f"source {name!r} description")
+    metadata = source.metadata
+    if not isinstance(metadata, dict):
+        try:
+            from collections.abc import Mapping
+
+            if not isinstance(metadata, Mapping):
+                raise TypeError
+            metadata = dict(metadata)
+        except TypeError:
+            raise InvalidMemoryRequestError(
+                f"source metadata must be a mapping (a JSON object), got {type(source.metadata).__name__}"
+            ) from None
+    _check_json_depth(metadata, f"source {name!r} metadata")
+    return name, content, description, metadata
+
+
+def _check_json_depth(value: object, what: str) -> None:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise InvalidMemoryRequestError(f"{what} is nested deeper than {MAX_METADATA_DEPTH} levels")
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise InvalidMemoryRequestError(f"{what} has a non-string key {key!r:.40}; JSON keys are strings")
+                require_utf8(key, what)
+                stack.append((child, depth + 1))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, depth + 1) for child in item)
+        elif isinstance(item, str):
+            require_utf8(item, what)
+
+
 def version_content_hash(version: MemoryEntryVersion) -> str:
     return canonical.entry_content_hash(version.content())
 
@@ -74,12 +147,24 @@ def refs_to_json(refs) -> str:
     return canonical.canonical_text([r.to_canonical() for r in refs])
 
 
+@contextlib.contextmanager
+def stored_row(what: str) -> Iterator[None]:
+    """Decode a stored row: a row that no longer parses (edited, truncated) is an
+    integrity failure of what it belongs to, never a raw JSONDecodeError/KeyError."""
+    try:
+        yield
+    except (ValueError, KeyError, TypeError, AttributeError, InvalidMemoryRequestError) as exc:
+        raise InvalidCitationError(f"{what} is not a valid stored row (altered?): {type(exc).__name__}: {exc}"[:500]) from None
+
+
 def source_refs_from_json(text: str) -> tuple[SourceRef, ...]:
-    return tuple(SourceRef(name=r["name"], content_hash=r["content_hash"]) for r in json.loads(text))
+    with stored_row("a source reference list"):
+        return tuple(SourceRef(name=r["name"], content_hash=r["content_hash"]) for r in json.loads(text))
 
 
 def artifact_refs_from_json(text: str) -> tuple[ArtifactRef, ...]:
-    return tuple(ArtifactRef(r["artifact_id"], r["revision"]) for r in json.loads(text))
+    with stored_row("an artifact reference list"):
+        return tuple(ArtifactRef(r["artifact_id"], r["revision"]) for r in json.loads(text))
 
 
 def cosine_from_l2(distance: float) -> float:

@@ -132,16 +132,17 @@ def database_url(server_url: str, database: str) -> str:
 def drop_database(server_url: str, database: str) -> None:
     """``DROP DATABASE IF EXISTS`` on the server of ``server_url`` (tests and the
     harness create one database per run and clean up after themselves)."""
-    from urllib.parse import urlparse
+    from urllib.parse import unquote, urlparse
 
-    import pymysql
+    from .driver import connect, database_identifier
 
+    statement = f"DROP DATABASE IF EXISTS {database_identifier(database)}"  # validated before connecting
     p = urlparse(server_url)
-    con = pymysql.connect(host=p.hostname, port=p.port or 2881, user=p.username or "root",
-                          password=p.password or "", autocommit=True, connect_timeout=5)
+    con = connect(host=p.hostname, port=p.port or 2881, user=unquote(p.username or "root"),
+                  password=unquote(p.password or ""), autocommit=True, connect_timeout=5)
     try:
         with con.cursor() as cur:
-            cur.execute(f"DROP DATABASE IF EXISTS `{database}`")
+            cur.execute(statement)
     finally:
         con.close()
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import struct
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import apsw
 
-from ..errors import BackendUnavailableError
+from ..errors import BackendUnavailableError, DatabaseBusyError, PowerContextError
 from ..model import EmbeddingProfile
 from .base import DatabaseMemoryBackend
 from .portable import PortableSQL
@@ -106,6 +107,21 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_entry_search_vector USING vec0(embeddi
 """
 
 
+def _create_private(path: str) -> None:
+    """Create the database file 0600 if it does not exist (SQLite gives its -wal and
+    -shm files the same mode). A missing parent directory is refused, not created: a
+    typo in a path must not silently make a new tree."""
+    parent = Path(path).parent
+    if not parent.is_dir():
+        raise BackendUnavailableError(
+            f"cannot create SQLite database {path!r}: directory {str(parent)!r} does not exist; create it first"
+        )
+    try:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    except OSError as exc:
+        raise BackendUnavailableError(f"cannot create SQLite database {path!r}: {exc.strerror}") from None
+
+
 def _float32(values: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(values)}f", *values)
 
@@ -123,7 +139,7 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
                 f"SQLite {apsw.sqlite_lib_version()} is too old: PowerContext needs 3.38.0+ (FTS5 and vec0 APIs)"
             )
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(self.path)
         # The connection is created and used only on the worker thread.
         self._executor.submit(self._open_sync).result()
 
@@ -215,6 +231,16 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
 
     def _close_sync(self) -> None:
         self._con.close()
+
+    def _driver_error(self, exc: BaseException) -> PowerContextError | None:
+        if isinstance(exc, (apsw.BusyError, apsw.LockedError)):
+            return DatabaseBusyError(
+                f"{self.path} is locked by another writer: waited {BUSY_TIMEOUT_MS / 1000:g} s (the busy timeout) "
+                "and nothing was written. Retry when the other writer has finished"
+            )
+        if isinstance(exc, apsw.Error):
+            return BackendUnavailableError(f"SQLite refused the operation on {self.path}: {type(exc).__name__}: {exc}"[:500])
+        return None
 
     def _rows(self, tx, sql, params=()):
         return [tuple(r) for r in tx.execute(sql, tuple(params))]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Sequence
 
-from .. import analyzer, canonical
+from .. import canonical
 from ..backends.base import DatabaseMemoryBackend
 from ..backends.plans import CommitPlan, Retrieval, RetrievalRequest
 from ..backends.rules import normalize_reason, normalize_text, validate_kind
@@ -24,6 +24,7 @@ from ..errors import (
     CapabilityNotSupportedError,
     EmbeddingUnavailableError,
     InvalidMemoryRequestError,
+    NotHeadError,
     RevisionConflictError,
 )
 from ..model import (
@@ -46,7 +47,7 @@ from ..model import (
     entry_content,
     sorted_refs,
 )
-from . import admission, context, patching
+from . import admission, arguments, context, patching
 from .admission import AdmissionPolicy
 from .candidates import DefaultCandidatePipeline
 
@@ -109,7 +110,7 @@ class MemoryService:
 
     async def head(self, memory: Any) -> MemoryRevision:
         """The current head Revision of a Memory (given its id, a ref or a Revision)."""
-        artifact_id = memory if isinstance(memory, str) else as_ref(memory).artifact_id
+        artifact_id = arguments.text_id(memory, "memory") if isinstance(memory, str) else as_ref(memory).artifact_id
         head = await self.backend.head(artifact_id)
         if head is None:
             raise ArtifactNotFoundError(f"no Memory {artifact_id!r} in this database")
@@ -135,11 +136,12 @@ class MemoryService:
     async def entry(self, memory: Any, entry_id: str) -> MemoryEntryVersion:
         """The version of ``entry_id`` in a Revision's manifest."""
         ref = as_ref(memory)
+        entry_id = arguments.text_id(entry_id, "entry_id")
         return (await self.backend.load_versions(ref, [entry_id]))[entry_id]
 
     async def lineage(self, memory: Any, entry_id: str) -> tuple[MemoryEntryVersion, ...]:
         """Every content version of one entry, oldest first."""
-        return await self.backend.entry_history(as_ref(memory).artifact_id, entry_id)
+        return await self.backend.entry_history(as_ref(memory).artifact_id, arguments.text_id(entry_id, "entry_id"))
 
     async def changes(self, memory: Any, since_revision: int | None = None) -> tuple[MemoryRevisionChanges, ...]:
         """Compact per-Revision changes in ascending order; ``since_revision`` is
@@ -203,7 +205,9 @@ class MemoryService:
         ``memory=None`` and nothing was worth saving."""
         if mode not in REMEMBER_MODES:
             raise InvalidMemoryRequestError(f"mode must be one of {REMEMBER_MODES}, got {mode!r}")
-        entries, sources, artifacts = tuple(entries), tuple(sources), tuple(artifacts)
+        entries = arguments.sequence(entries, "entries")
+        sources = arguments.sequence(sources, "sources")
+        artifacts = arguments.sequence(artifacts, "artifacts")
         op_sources, op_artifacts = self._evidence(sources, artifacts)
         if mode == "auto":
             if entries:
@@ -249,7 +253,10 @@ class MemoryService:
             kind = validate_kind(candidate.kind)
             text = normalize_text(candidate.text)
             reason = normalize_reason(candidate.reason)
-            cand_sources, cand_artifacts = self._evidence(candidate.sources, candidate.artifacts)
+            cand_sources, cand_artifacts = self._evidence(
+                arguments.sequence(candidate.sources, "MemoryEntryInput.sources"),
+                arguments.sequence(candidate.artifacts, "MemoryEntryInput.artifacts"),
+            )
             if candidate.entry is None:
                 content = entry_content(kind, text, cand_sources, cand_artifacts)
                 content_hash = canonical.entry_content_hash(content)
@@ -439,12 +446,12 @@ class MemoryService:
     async def forget(self, memory: Any, entries: Sequence[MemoryEntryVersion], reason: str | None = None) -> MemoryRevision:
         """Mark entries inactive in a new Revision (no history is rewritten). Already
         inactive entries are a no-op; all no-ops return the base Revision."""
-        return await self._set_state(memory, tuple(entries), reason, "inactive")
+        return await self._set_state(memory, arguments.sequence(entries, "entries"), reason, "inactive")
 
     async def reactivate(self, memory: Any, entries: Sequence[MemoryEntryVersion], reason: str | None = None) -> MemoryRevision:
         """Mark inactive entries active again, restoring the same version and its
         search projection."""
-        return await self._set_state(memory, tuple(entries), reason, "active")
+        return await self._set_state(memory, arguments.sequence(entries, "entries"), reason, "active")
 
     async def organize(self, memory: Any, dedupe: bool = True, normalize: bool = True) -> MemoryRevision:
         """v1: exact dedupe (keep the smallest UTF-8 entry_id, deactivate the rest with
@@ -491,11 +498,13 @@ class MemoryService:
         hash and canonical bytes against the cited Revision's manifest."""
         if layer != "full":
             raise InvalidMemoryRequestError("expand() supports layer='full' only")
-        return await self.backend.expand(tuple(hits))
+        return await self.backend.expand(arguments.sequence(hits, "hits"))
 
     async def cite(self, memory_ref: Any, entry_id: str, entry_version_id: str) -> MemoryCitation:
         """A validated Handoff citation; it keeps validating after the Memory moves on."""
         ref = as_ref(memory_ref)
+        entry_id = arguments.text_id(entry_id, "entry_id")
+        entry_version_id = arguments.text_id(entry_version_id, "entry_version_id")
         probe = MemoryCitation(ref, entry_id, entry_version_id, None)  # type: ignore[arg-type]
         (version,) = await self.backend.expand((probe,))
         return MemoryCitation(ref, entry_id, entry_version_id, version.entry_content_hash)
@@ -510,12 +519,12 @@ class MemoryService:
     async def _search_refs(self, memories: Any) -> tuple[ArtifactRef, ...]:
         if isinstance(memories, (MemoryRevision, ArtifactRef)):
             memories = (memories,)
-        refs = tuple(dict.fromkeys(as_ref(m) for m in memories))
+        refs = tuple(dict.fromkeys(as_ref(m) for m in arguments.sequence(memories, "memories")))
         if not refs:
             raise InvalidMemoryRequestError("search needs at least one explicit Memory")
         for ref in refs:
             await self._require_head(
-                ref, CapabilityNotSupportedError, "search reads current heads only: pass svc.head(...) or the latest Revision"
+                ref, NotHeadError, "search reads current heads only: pass svc.head(...) or the latest Revision"
             )
         return refs
 
@@ -553,8 +562,7 @@ class MemoryService:
         self, query: str, memories: Any, limit: int = 8, mode: str = "auto", policy: AdmissionPolicy | None = None
     ) -> tuple[Retrieval, str, str | None]:
         """Step one of search: the per-channel candidates with raw signals."""
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidMemoryRequestError("query must be a non-empty string")
+        terms = arguments.query_terms(query)
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidMemoryRequestError(f"limit must be an integer in 1..{MAX_LIMIT}")
         policy = policy or self.policy
@@ -571,7 +579,7 @@ class MemoryService:
         channels = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}[used]
         request = RetrievalRequest(
             memories=refs,
-            terms=analyzer.query_terms(query),
+            terms=terms,
             channels=channels,
             pool=policy.pool_size(limit),
             query_vector=vector,

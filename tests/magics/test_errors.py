@@ -36,7 +36,7 @@ CASES = [
     ('%pcmem remember --memory {mid}@1 --kind fact "late write"', "stale revision: "),
     ('%pcmem search "make test" --mode vector', "not supported: vector search is unavailable"),
     ('%pcmem search "make test" --mode hybrid', "not supported: hybrid search is unavailable"),
-    ('%pcmem search "make test" --memory {mid}@1', "not supported: "),
+    ('%pcmem search "make test" --memory {mid}@1', "stale revision: "),
     ('%pcmem search "make test" --fts-min-coverage 2', "bad admission threshold: fts_min_coverage"),
     ("%pcmem remember --kind fact", "nothing to remember"),
     ('%pcmem remember --kind "two words" "text"', "invalid request: kind must be"),

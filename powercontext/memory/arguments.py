@@ -1,0 +1,53 @@
+"""Checks of the public MemoryService arguments, before any work is done.
+
+Every value a caller passes is refused here with an InvalidMemoryRequestError that
+names the argument, instead of surfacing later as a TypeError from ``tuple(None)``,
+a UnicodeEncodeError from the driver, or seconds of analyzer CPU on a megabyte query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .. import analyzer
+from ..backends.rules import require_utf8
+from ..errors import InvalidMemoryRequestError
+
+#: A search query is analyzed on every call: bound the work (documented in the README).
+MAX_QUERY_BYTES = 8192
+MAX_QUERY_TERMS = 256
+
+
+def sequence(value: Any, name: str) -> tuple[Any, ...]:
+    """A tuple of the items of a list/tuple/iterable argument (not a string, not None)."""
+    if value is None or isinstance(value, (str, bytes, bytearray)) or not isinstance(value, Iterable):
+        raise InvalidMemoryRequestError(
+            f"{name} must be a list or tuple, got {type(value).__name__}" + (" (pass () for none)" if value is None else "")
+        )
+    return tuple(value)
+
+
+def text_id(value: Any, name: str) -> str:
+    """An id-like string argument (entry_id, entry_version_id, artifact id)."""
+    if not isinstance(value, str) or not value:
+        raise InvalidMemoryRequestError(f"{name} must be a non-empty string, got {type(value).__name__}")
+    return require_utf8(value, name)
+
+
+def query_terms(query: Any) -> tuple[str, ...]:
+    """The analyzer terms of a search query, within the query caps."""
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidMemoryRequestError("query must be a non-empty string")
+    require_utf8(query, "query")
+    size = len(query.encode("utf-8"))
+    if size > MAX_QUERY_BYTES:
+        raise InvalidMemoryRequestError(
+            f"query is {size} UTF-8 bytes; the limit is {MAX_QUERY_BYTES}. Search with the key phrase, not a document"
+        )
+    terms = analyzer.query_terms(query)
+    if len(terms) > MAX_QUERY_TERMS:
+        raise InvalidMemoryRequestError(
+            f"query has {len(terms)} distinct terms; the limit is {MAX_QUERY_TERMS}. Shorten it to its key words"
+        )
+    return terms
