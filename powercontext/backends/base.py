@@ -446,8 +446,13 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
         if not canonical.is_valid_id(plan.artifact_id):
             raise InvalidMemoryRequestError(f"invalid Memory id {plan.artifact_id!r}")
         next_revision = plan.next_revision
+        # Everything that needs only the plan happens before the write lock: SQLite
+        # writers from other processes wait for exactly the SQL below, not for the
+        # hashing and analyzing of a large batch.
         content_text, content_hash = plan.content.canonical()
         lineage_text = canonical.canonical_text(plan.lineage.to_canonical())
+        self._check_plan(plan)
+        searchable = {v.entry_version_id: analyzer.searchable_text(v.text) for v in plan.new_versions}
         with self._transaction(write=True) as tx:
             head = self._read_head(tx, plan.artifact_id)
             if plan.base_revision is None and head is not None:
@@ -479,7 +484,7 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
                 raise
             for version in plan.new_versions:
                 self._insert_version(tx, self._version_row(version))
-            self._apply_projections(tx, plan, base)
+            self._apply_projections(tx, plan, base, searchable)
         self._invalidate_completeness(plan.artifact_id)
         return MemoryRevision(
             ref=ArtifactRef(plan.artifact_id, next_revision),
@@ -488,11 +493,11 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
             lineage=plan.lineage,
         )
 
-    def _apply_projections(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None) -> None:
+    def _apply_projections(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None,
+                           searchable: Mapping[str, str]) -> None:
         """Make memory_entry_heads (and its FTS/vector projections) mirror the active
         entries of the new head. Inactive entries have no projection at all."""
         base_items = {} if base is None else base.manifest.by_id()
-        new_versions = {v.entry_version_id: v for v in plan.new_versions}
         for item in plan.content.manifest.entries:
             old = base_items.get(item.entry_id)
             was_active = old is not None and old.state == "active"
@@ -502,9 +507,10 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
                 continue
             if was_active and old.entry_version_id == item.entry_version_id:
                 continue  # unchanged active entry: its projection stays
-            version = new_versions.get(item.entry_version_id)
-            if version is None:  # reactivation restores the same version
+            text = searchable.get(item.entry_version_id)
+            if text is None:  # reactivation restores the same version
                 version = self._versions(tx, [item.entry_version_id])[item.entry_version_id]
+                text = analyzer.searchable_text(version.text)
             vector = plan.vectors.get(item.entry_version_id)
             self._put_projection(
                 tx,
@@ -513,7 +519,7 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
                 item.entry_id,
                 item.entry_version_id,
                 item.entry_content_hash,
-                analyzer.searchable_text(version.text),
+                text,
                 vector,
             )
         self._set_projection_revision(tx, plan.artifact_id, plan.next_revision)

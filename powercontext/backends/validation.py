@@ -38,9 +38,14 @@ def _embedding_hash(profile_json: str, entry_hash: str) -> str:
 
 
 class CommitValidation:
-    """Mixin of DatabaseMemoryBackend: the in-transaction checks of a commit."""
+    """Mixin of DatabaseMemoryBackend: the checks of a commit. ``_check_plan`` needs
+    only the plan and runs before the write lock is taken (hashing and normalizing a
+    large batch is CPU time nobody else should wait for); ``_validate_plan`` needs the
+    base Revision and rows read inside the transaction."""
 
-    def _validate_plan(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None) -> None:
+    def _check_plan(self, plan: CommitPlan) -> None:
+        """Plan-intrinsic rules: manifest shape, ids, and each new version's own
+        content (hash, normalization, identity) — no database reads."""
         content = plan.content
         if content.schema != MEMORY_SCHEMA or content.manifest.format != MANIFEST_FORMAT:
             raise InvalidMemoryRequestError("unknown MemoryContent schema or manifest format")
@@ -58,7 +63,16 @@ class CommitValidation:
                 raise InvalidMemoryRequestError(f"invalid entry id or version id in manifest: {item.entry_id!r}")
             if item.state not in ("active", "inactive") or not canonical.is_sha256_hex(item.entry_content_hash):
                 raise InvalidMemoryRequestError(f"invalid manifest item for {item.entry_id!r}")
+        new_items = content.manifest.by_id()
+        for v in plan.new_versions:
+            item = new_items.get(v.entry_id)
+            if item is None or item.entry_version_id != v.entry_version_id:
+                raise InvalidMemoryRequestError(f"new version {v.entry_version_id!r} is not referenced by the manifest")
+            self._check_new_version_content(v, plan, item)
 
+    def _validate_plan(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None) -> None:
+        content = plan.content
+        items = content.manifest.entries
         base_items = {} if base is None else base.manifest.by_id()
         new_items = content.manifest.by_id()
         missing = set(base_items) - set(new_items)
@@ -139,7 +153,8 @@ class CommitValidation:
     def expected_embedding_hash(self, entry_hash: str) -> str:
         return _embedding_hash(canonical.canonical_text(self.embedding_profile.to_canonical()), entry_hash)
 
-    def _validate_new_version(self, v, plan, item, pred, op_sources, op_artifacts) -> None:
+    @staticmethod
+    def _check_new_version_content(v, plan, item) -> None:
         where = f"entry {v.entry_id!r}"
         if v.memory_artifact_id != plan.artifact_id or v.entry_id != item.entry_id:
             raise InvalidMemoryRequestError(f"{where}: version belongs to another Memory or entry")
@@ -154,6 +169,11 @@ class CommitValidation:
             raise InvalidMemoryRequestError(f"{where}: entry_content_hash does not match the canonical content")
         if v.sources != sorted_refs(v.sources) or v.artifacts != sorted_refs(v.artifacts):
             raise InvalidMemoryRequestError(f"{where}: references must be sorted and unique")
+
+    def _validate_new_version(self, v, plan, item, pred, op_sources, op_artifacts) -> None:
+        """The rules that need the predecessor and the operation's evidence (the
+        version's own content was checked by _check_plan before the lock)."""
+        where = f"entry {v.entry_id!r}"
         if pred is None:
             if v.version != 1 or v.previous_version_id is not None:
                 raise InvalidMemoryRequestError(f"{where}: a new entry starts at version 1 with no predecessor")

@@ -1,0 +1,105 @@
+"""An OceanBase MemoryService survives a server restart (issue 13, defect 1): a real
+seekdb is SIGKILLed under a live service; during the outage every call raises a typed,
+retryable error; once the server is back on the same dir and port, the next call of
+every kind succeeds on the same ``svc``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+
+import pytest
+
+import powercontext as pc
+from powercontext.backends.seekdb import SeekdbServer
+
+E = pc.MemoryEntryInput
+
+
+@pytest.fixture
+def own_server(tmp_path):
+    server = SeekdbServer(tmp_path / "seekdb", memory_budget="1G")
+    yield server
+    server.stop()
+    shutil.rmtree(tmp_path / "seekdb", ignore_errors=True)
+
+
+def _kill(server: SeekdbServer) -> None:
+    os.kill(server.pid, signal.SIGKILL)
+    server._wait(15)
+    assert not server.running
+
+
+async def test_a_live_service_recovers_after_the_server_restarts(own_server):
+    server = own_server.start()
+    svc = await pc.open(server.url_for("pc_restart"))
+    try:
+        rev = await svc.remember(None, entries=(E("fact", "the build cache lives in ~/.cache/atlas"),))
+        assert [h.text for h in await svc.search("build cache", memories=(rev,))]
+
+        _kill(server)
+        calls = {
+            "head": lambda: svc.head(rev.artifact_id),
+            "search": lambda: svc.search("build cache", memories=(rev,)),
+            "remember": lambda: svc.remember(rev, entries=(E("fact", "written during the outage"),)),
+        }
+        for name, call in calls.items():
+            with pytest.raises(pc.BackendUnavailableError) as info:
+                await call()
+            assert info.value.retryable, name
+
+        port = server.port
+        server.start()
+        assert server.port == port
+        # The very next call of each kind succeeds on the same service object.
+        assert (await svc.head(rev.artifact_id)).ref == rev.ref  # the outage write never landed
+        assert [h.text for h in await svc.search("build cache", memories=(rev,))] == [
+            "the build cache lives in ~/.cache/atlas"
+        ]
+        rev2 = await svc.remember(rev, entries=(E("fact", "written after the restart"),))
+        assert rev2.revision == 2 and len(await svc.entries(rev2)) == 2
+    finally:
+        await svc.close()
+
+
+async def test_a_commit_whose_connection_dies_is_re_read_not_assumed(own_server, monkeypatch):
+    """The connection dies right after COMMIT was sent: the service re-reads and
+    reports the Revision that landed (or, had it not, a retryable 'not committed')."""
+    server = own_server.start()
+    svc = await pc.open(server.url_for("pc_commit"))
+    try:
+        rev = await svc.remember(None, entries=(E("fact", "first"),))
+        backend = svc.backend
+        real_transaction = backend._transaction
+        import contextlib
+        import pymysql
+
+        @contextlib.contextmanager
+        def commit_then_lose(write):
+            with real_transaction(write) as tx:
+                yield tx
+            if write:  # committed; the reply "never arrived"
+                raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query")
+
+        monkeypatch.setattr(backend, "_transaction", commit_then_lose)
+        rev2 = await svc.remember(rev, entries=(E("fact", "second"),))
+        monkeypatch.undo()
+        assert rev2.revision == 2 and (await svc.head(rev.artifact_id)).ref == rev2.ref
+
+        @contextlib.contextmanager
+        def lose_before_commit(write):
+            with real_transaction(write) as tx:
+                if write:
+                    raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query")
+                yield tx
+
+        monkeypatch.setattr(backend, "_transaction", lose_before_commit)
+        with pytest.raises(pc.ConnectionLostError, match="NOT committed") as info:
+            await svc.remember(rev2, entries=(E("fact", "third"),))
+        assert info.value.retryable
+        monkeypatch.undo()
+        assert (await svc.head(rev.artifact_id)).ref == rev2.ref
+    finally:
+        await svc.close()
