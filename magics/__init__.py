@@ -13,6 +13,7 @@ Subcommands (``%pcmem help``; ``%pcmem NAME --help`` for one):
   --entry ENTRY_ID revises) / ``forget`` and ``reactivate`` ENTRY_ID… --reason R
 * ``patch`` ENTRY_ID --old "fragment" --new "replacement" — replace one unique fragment
 * ``manifest`` REF[@REV] [--diff] / ``lineage`` ENTRY_ID / ``changes`` REF --since N
+* ``verify`` REF — check a Memory's whole history against its hashes, list mismatches
 * ``search`` "query" [--memory REF…] [--mode fts|vector|hybrid|auto] [--limit N]
   [--explain] [--fts-min-terms N --fts-min-coverage X --vector-min-cosine X]
 * ``eval`` --dataset PATH [--backends sqlite,oceanbase] — the harness summary

@@ -284,6 +284,14 @@ class PcMem(Magics):
         """Compact per-Revision changes."""
         return self.run(reads.changes(self.svc, args.ref, args.since))
 
+    @magic_arguments()
+    @subcommand("verify")
+    @argument("ref", metavar="REF", help="Memory id or prefix (its whole history is checked)")
+    @output
+    def _verify(self, args, cell):
+        """Check a Memory's whole history against its hashes; one row per mismatch."""
+        return self.run(reads.verify(self.svc, args.ref))
+
     @observe("fts_min_terms", "fts_min_coverage", "vector_min_cosine")
     def _thresholds_changed(self, change) -> None:
         self._apply_policy()

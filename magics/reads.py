@@ -13,7 +13,7 @@ from . import tables
 from .errors import PcMemUserError
 from .refs import locate_entry, resolve_memories, resolve_memory
 
-__all__ = ["heads", "versions_of", "manifest", "manifest_diff", "lineage", "changes", "search"]
+__all__ = ["heads", "versions_of", "manifest", "manifest_diff", "lineage", "changes", "verify", "search"]
 
 
 async def heads(svc) -> tuple[MemoryRevision, ...]:
@@ -68,6 +68,18 @@ async def changes(svc, ref: Any, since: int | None = None) -> pd.DataFrame:
         raise PcMemUserError(f"--since must be ≥ 0 (0 reads the whole history), got {since}")
     frame = tables.changes_frame(await svc.changes(revision, since_revision=since))
     frame.attrs["memory_ref"] = str(revision.ref)
+    return frame
+
+
+async def verify(svc, ref: Any) -> pd.DataFrame:
+    """svc.verify() as a frame: one row per mismatch (none when the history is intact);
+    the counts of what was checked are in ``attrs`` and the printed summary."""
+    revision = await resolve_memory(svc, ref)
+    report = await svc.verify(revision)
+    print(f"{report.memory}: {report.revisions} revisions, {report.versions} versions, {report.sources} sources "
+          f"checked — {'ok' if report.ok else f'{len(report.issues)} mismatches'}")
+    frame = pd.DataFrame({"issue": list(report.issues)}, dtype=object)
+    frame.attrs.update(memory_ref=str(report.memory), ok=report.ok)
     return frame
 
 

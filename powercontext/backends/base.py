@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
@@ -24,9 +23,6 @@ from typing import Any, Callable, Mapping, Sequence
 from .. import analyzer, canonical
 from ..errors import (
     ArtifactNotFoundError,
-    CommitOutcomeUnknownError,
-    ConnectionLostError,
-    PowerContextError,
     InvalidCitationError,
     InvalidMemoryRequestError,
     MemoryEntryNotFoundError,
@@ -60,6 +56,7 @@ from .rules import (  # noqa: F401  (re-exported)
     MAX_TEXT_BYTES,
     artifact_refs_from_json,
     cosine_from_l2,
+    lineage_hash,
     normalize_reason,
     normalize_text,
     refs_to_json,
@@ -69,14 +66,16 @@ from .rules import (  # noqa: F401  (re-exported)
     validate_kind,
     version_content_hash,
 )
+from .resilience import DriverErrors
 from .validation import CommitValidation
+from .verification import MemoryVerification, VerifiedReads
 
 REVISION_CACHE_SIZE = 256
 
 # -------------------------------------------------------------------------- backend
 
 
-class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
+class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
     """Async MemoryBackend over synchronous adapter primitives."""
 
     name: str = "database"
@@ -92,6 +91,7 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
         # on every read: re-verifying a large manifest costs far more than the query.
         self._revision_cache: dict[ArtifactRef, tuple[tuple[str, str, str], MemoryRevision]] = {}
         self._revision_cache_lock = threading.Lock()
+        self._init_verified_reads()
 
     # ---------------------------------------------------------------- async facade
 
@@ -100,71 +100,6 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
             raise RuntimeError(f"{self.name} backend is closed")
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._call, fn, args)
-
-    def _call(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
-        """Run one primitive on the worker thread; no raw driver error leaves it.
-
-        A lost connection (server restart) is retried once on a fresh connection:
-        every primitive is a read or an idempotent write, except a commit, whose
-        outcome is re-read instead (a second attempt could not tell "mine landed"
-        from "someone else's did")."""
-        for attempt in (1, 2):
-            try:
-                return fn(*args)
-            except PowerContextError:
-                raise
-            except Exception as exc:
-                if not self._is_connection_lost(exc):
-                    mapped = self._driver_error(exc)
-                    if mapped is None:
-                        raise
-                    raise mapped from exc
-                if getattr(fn, "__func__", None) is DatabaseMemoryBackend._commit_sync:
-                    return self._commit_outcome(args[0], exc)
-                if attempt == 2:
-                    raise ConnectionLostError(
-                        f"lost the connection to the {self.name} server twice in a row ({exc}); "
-                        "it is down or restarting: retry once it is back"
-                    ) from None
-        raise AssertionError("unreachable")
-
-    def _commit_outcome(self, plan: CommitPlan, lost: BaseException) -> MemoryRevision:
-        """The connection died during a commit: re-read whether the Revision landed."""
-        ref = ArtifactRef(plan.artifact_id, plan.next_revision)
-        content_text, content_hash = plan.content.canonical()
-        try:
-            with self._transaction(write=False) as tx:
-                row = self._read_revision(tx, plan.artifact_id, plan.next_revision)
-                head = self._read_head(tx, plan.artifact_id)
-        except PowerContextError as exc:
-            raise CommitOutcomeUnknownError(
-                f"the connection was lost while committing {ref} ({lost}) and the server cannot be reached to "
-                f"re-read the outcome ({exc}); once it is back, reread svc.head({plan.artifact_id!r}) before retrying"
-            ) from None
-        except Exception as exc:
-            if not self._is_connection_lost(exc):
-                raise
-            raise CommitOutcomeUnknownError(
-                f"the connection was lost while committing {ref} ({lost}) and again while re-reading the outcome; "
-                f"once the server is back, reread svc.head({plan.artifact_id!r}) before retrying"
-            ) from None
-        if row is not None and tuple(row)[:2] == (content_text, content_hash):
-            self._invalidate_completeness(plan.artifact_id)
-            return MemoryRevision(ref=ref, content=plan.content, content_hash=content_hash, lineage=plan.lineage)
-        if row is not None:
-            raise RevisionConflictError(f"a concurrent writer committed {ref} first; reread the head and retry")
-        raise ConnectionLostError(
-            f"the connection was lost while committing {ref} ({lost}); re-read: it was NOT committed "
-            f"(head is Revision {head}). Nothing was written: retry the operation"
-        )
-
-    def _is_connection_lost(self, exc: BaseException) -> bool:
-        """Adapter hook: did ``exc`` break the connection rather than one statement?"""
-        return False
-
-    def _driver_error(self, exc: BaseException) -> PowerContextError | None:
-        """Adapter hook: the typed error for a driver exception (None: re-raise as is)."""
-        return None
 
     async def capabilities(self) -> MemoryCapabilities:
         return await self._run(self._capabilities_sync)
@@ -207,6 +142,9 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
 
     async def get_source(self, name: str) -> Source:
         return await self._run(self._get_source_sync, name)
+
+    async def verify_memory(self, artifact_id: str) -> MemoryVerification:
+        return await self._run(self._verify_memory_sync, artifact_id)
 
     async def vector_complete(self, refs: Sequence[ArtifactRef]) -> bool:
         return await self._run(self._vector_complete_sync, tuple(refs))
@@ -252,12 +190,15 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
             cached = self._revision_cache.get(ref)
         if cached is not None and cached[0] == row:
             return cached[1]  # the stored strings are exactly the ones verified before
-        content_text, content_hash, lineage_text = row
+        content_text, content_hash, lineage_text, stored_lineage_hash = row
         with stored_row(f"Revision {ref}"):
             content = MemoryContent.from_json(content_text)
             lineage = RevisionLineage.from_json(lineage_text)
         if content.canonical() != (content_text, content_hash):
             raise InvalidCitationError(f"Revision {ref} does not match its content hash: the row was altered")
+        if (lineage_hash(lineage_text) != stored_lineage_hash
+                or canonical.canonical_text(lineage.to_canonical()) != lineage_text):
+            raise InvalidCitationError(f"Revision {ref}: its lineage does not match its lineage hash: the row was altered")
         revision = MemoryRevision(ref=ref, content=content, content_hash=content_hash, lineage=lineage)
         with self._revision_cache_lock:
             if len(self._revision_cache) >= REVISION_CACHE_SIZE:
@@ -279,12 +220,8 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
                 version = versions.get(items[entry_id].entry_version_id)
                 self._check_version(version, ref, items[entry_id])
                 out[entry_id] = version
+            self._verify_identities(tx, out.values())
             return out
-
-    def _entry_history_sync(self, artifact_id: str, entry_id: str) -> tuple[MemoryEntryVersion, ...]:
-        with self._transaction(write=False) as tx:
-            rows = self._read_entry_versions(tx, artifact_id, entry_id)
-            return tuple(sorted((self._version_from_row(r) for r in rows), key=lambda v: v.version))
 
     def _versions(self, tx: Any, version_ids: Sequence[str]) -> dict[str, MemoryEntryVersion]:
         if not version_ids:
@@ -322,19 +259,6 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
             v.kind, v.text, refs_to_json(v.sources), refs_to_json(v.artifacts),
             v.entry_content_hash, v.created_in_revision,
         )
-
-    @staticmethod
-    def _check_version(version: MemoryEntryVersion | None, ref: ArtifactRef, item) -> None:
-        """A manifest item and the version row it points at must agree on identity and
-        on the hash of the row's canonical bytes."""
-        where = f"entry {item.entry_id!r} version {item.entry_version_id!r} of {ref}"
-        if version is None:
-            raise InvalidCitationError(f"{where}: the version row is missing")
-        if version.memory_artifact_id != ref.artifact_id or version.entry_id != item.entry_id:
-            raise InvalidCitationError(f"{where}: the version row belongs to another Memory or entry")
-        actual = version_content_hash(version)
-        if actual != item.entry_content_hash or version.entry_content_hash != item.entry_content_hash:
-            raise InvalidCitationError(f"{where}: content does not hash to the manifest's entry_content_hash (altered row)")
 
     def _changes_sync(self, ref: ArtifactRef, since: int | None) -> tuple[MemoryRevisionChanges, ...]:
         if since is not None and (not isinstance(since, int) or isinstance(since, bool) or since < 0):
@@ -391,6 +315,7 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
                 version = self._versions(tx, [version_id]).get(version_id)
                 self._check_version(version, ref, item)
                 out.append(version)
+            self._verify_identities(tx, out)
             return tuple(out)
 
     # ---------------------------------------------------------------- sources
@@ -421,22 +346,6 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
         if row is None:
             raise SourceNotFoundError(f"no persisted Source named {name!r}; persist it with svc.sources.persist()")
         return self._source_from_payload(row[0], row[1])
-
-    @staticmethod
-    def _source_from_payload(payload_text: str, content_hash: str) -> Source:
-        """Sources are read by name: the stored payload must still be canonical and
-        hash to the stored content hash. (Entry versions commit to that hash through
-        their SourceRefs; a Source read by name alone has no other anchor, so a row
-        rewritten together with a recomputed hash is caught only where it is cited.)"""
-        with stored_row("a Source payload"):
-            data = json.loads(payload_text)
-            source = Source(data["name"], data["content"], data["description"], data["metadata"], content_hash)
-            text = canonical.canonical_text(source.payload())
-        if text != payload_text or canonical.source_content_hash(source.payload()) != content_hash:
-            raise InvalidCitationError(
-                f"Source {data['name']!r} does not hash to its stored content hash: the row was altered"
-            )
-        return source
 
     # ---------------------------------------------------------------- commit
 
@@ -469,7 +378,8 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
             self._validate_plan(tx, plan, base)
 
             try:
-                self._insert_revision(tx, plan.artifact_id, next_revision, MEMORY_FAMILY, content_text, content_hash, lineage_text)
+                self._insert_revision(tx, plan.artifact_id, next_revision, MEMORY_FAMILY, content_text, content_hash,
+                                      lineage_text, lineage_hash(lineage_text))
                 if plan.base_revision is None:
                     self._insert_head(tx, plan.artifact_id, next_revision)
                 elif self._cas_head(tx, plan.artifact_id, plan.base_revision, next_revision) != 1:
@@ -574,15 +484,15 @@ class DatabaseMemoryBackend(CommitValidation, AuthoritativeRetrieval, ABC):
     def _list_heads(self, tx: Any) -> list[tuple[str, int]]: ...
 
     @abstractmethod
-    def _read_revision(self, tx: Any, artifact_id: str, revision: int) -> tuple[str, str, str] | None:
-        """(content, content_hash, lineage) or None."""
+    def _read_revision(self, tx: Any, artifact_id: str, revision: int) -> tuple[str, str, str, str | None] | None:
+        """(content, content_hash, lineage, lineage_hash) or None."""
 
     @abstractmethod
     def _read_revision_range(self, tx: Any, artifact_id: str, lo: int, hi: int) -> list[tuple[int, str, str]]:
         """(revision, content, content_hash) for lo ≤ revision ≤ hi, ascending."""
 
     @abstractmethod
-    def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage) -> None: ...
+    def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage, lineage_hash) -> None: ...
 
     @abstractmethod
     def _insert_head(self, tx: Any, artifact_id: str, revision: int) -> None: ...

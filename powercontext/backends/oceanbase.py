@@ -31,7 +31,7 @@ from ..redaction import redact
 from .base import DatabaseMemoryBackend
 from .driver import DATABASE_NAME, connect, database_identifier, is_connection_lost
 from .portable import PortableSQL
-from .rules import schema_records
+from .rules import lineage_hash, schema_records
 
 MIN_VERSION = (4, 3, 5, 3)
 LOCK_TIMEOUT_US = 10_000_000
@@ -57,6 +57,7 @@ _CORE_DDL = [
         content LONGTEXT {BIN_TEXT} NOT NULL,
         content_hash {HASH} NOT NULL,
         lineage LONGTEXT {BIN_TEXT} NOT NULL,
+        lineage_hash {HASH},
         PRIMARY KEY (artifact_id, revision))""",
     f"""CREATE TABLE IF NOT EXISTS artifact_heads (
         artifact_id {ID} NOT NULL,
@@ -312,6 +313,12 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         with con.cursor() as cur:  # DDL is auto-committed in MySQL mode
             for ddl in _CORE_DDL:
                 cur.execute(ddl)
+            cur.execute("SHOW COLUMNS FROM artifact_revisions LIKE 'lineage_hash'")
+            if cur.fetchone() is None:  # created before lineage was hashed
+                cur.execute(f"ALTER TABLE artifact_revisions ADD COLUMN lineage_hash {HASH}")
+        with self._transaction(write=True) as tx:
+            self._backfill_lineage_hashes(tx, lineage_hash)
+        with con.cursor() as cur:
             cur.execute("SELECT `key`, value FROM powercontext_schema")
             stored = dict(cur.fetchall())
             stored_profile = stored.get("embedding_profile")

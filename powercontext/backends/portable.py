@@ -46,10 +46,16 @@ class PortableSQL:
 
     def _read_revision(self, tx, artifact_id, revision):
         rows = self._rows(
-            tx, "SELECT content, content_hash, lineage FROM artifact_revisions WHERE artifact_id = ? AND revision = ?",
+            tx, "SELECT content, content_hash, lineage, lineage_hash FROM artifact_revisions "
+            "WHERE artifact_id = ? AND revision = ?",
             (artifact_id, revision),
         )
         return rows[0] if rows else None
+
+    def _revision_numbers(self, tx, artifact_id):
+        return [int(r[0]) for r in self._rows(
+            tx, "SELECT revision FROM artifact_revisions WHERE artifact_id = ? ORDER BY revision", (artifact_id,)
+        )]
 
     def _read_revision_range(self, tx, artifact_id, lo, hi):
         rows = self._rows(
@@ -59,12 +65,21 @@ class PortableSQL:
         )
         return [(int(r), c, h) for r, c, h in rows]
 
-    def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage):
+    def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage, lineage_hash):
         self._count(
-            tx, "INSERT INTO artifact_revisions (artifact_id, revision, family, content, content_hash, lineage) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (artifact_id, revision, family, content, content_hash, lineage),
+            tx, "INSERT INTO artifact_revisions (artifact_id, revision, family, content, content_hash, lineage, "
+            "lineage_hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (artifact_id, revision, family, content, content_hash, lineage, lineage_hash),
         )
+
+    def _backfill_lineage_hashes(self, tx, hasher):
+        """Databases created before lineage_hash existed: hash their stored lineage
+        once (what is stored at migration time is taken as written)."""
+        rows = self._rows(tx, "SELECT artifact_id, revision, lineage FROM artifact_revisions WHERE lineage_hash IS NULL")
+        for artifact_id, revision, lineage in rows:
+            self._count(tx, "UPDATE artifact_revisions SET lineage_hash = ? WHERE artifact_id = ? AND revision = ?",
+                        (hasher(lineage), artifact_id, revision))
+        return len(rows)
 
     def _insert_head(self, tx, artifact_id, revision):
         self._count(tx, "INSERT INTO artifact_heads (artifact_id, revision) VALUES (?, ?)", (artifact_id, revision))
@@ -87,6 +102,18 @@ class PortableSQL:
         return self._rows(
             tx, f"SELECT {VERSION_COLUMNS} FROM memory_entry_versions WHERE memory_artifact_id = ? AND entry_id = ?",
             (artifact_id, entry_id),
+        )
+
+    def _read_memory_versions(self, tx, artifact_id):
+        return self._rows(
+            tx, f"SELECT {VERSION_COLUMNS} FROM memory_entry_versions WHERE memory_artifact_id = ?", (artifact_id,)
+        )
+
+    def _read_projection(self, tx, artifact_id):
+        """(entry_id, entry_version_id, entry_content_hash) of the head projection."""
+        return self._rows(
+            tx, "SELECT entry_id, entry_version_id, entry_content_hash FROM memory_entry_heads "
+            "WHERE memory_artifact_id = ?", (artifact_id,)
         )
 
     def _existing_version_ids(self, tx, version_ids):

@@ -143,6 +143,16 @@ def version_content_hash(version: MemoryEntryVersion) -> str:
     return canonical.entry_content_hash(version.content())
 
 
+REVISION_LINEAGE_DOMAIN = b"powercontext:revision-lineage:v1\0"
+
+
+def lineage_hash(lineage_text: str) -> str:
+    """The hash a Revision row stores beside its lineage. The RFC's content hash
+    covers MemoryContent only; without this, a Revision's operation evidence could be
+    edited unnoticed."""
+    return canonical.sha256_hex(REVISION_LINEAGE_DOMAIN, lineage_text.encode("utf-8"))
+
+
 def refs_to_json(refs) -> str:
     return canonical.canonical_text([r.to_canonical() for r in refs])
 

@@ -21,7 +21,7 @@ from ..errors import BackendUnavailableError, DatabaseBusyError, PowerContextErr
 from ..model import EmbeddingProfile
 from .base import DatabaseMemoryBackend
 from .portable import PortableSQL
-from .rules import schema_records
+from .rules import lineage_hash, schema_records
 from .. import analyzer
 
 MIN_SQLITE = (3, 38, 0)
@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS artifact_revisions (
     content TEXT NOT NULL,
     content_hash TEXT NOT NULL,
     lineage TEXT NOT NULL,
+    lineage_hash TEXT,
     PRIMARY KEY (artifact_id, revision)
 );
 CREATE TABLE IF NOT EXISTS artifact_heads (
@@ -158,6 +159,10 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         self._load_vec()
         with self._transaction(write=True) as tx:
             tx.execute(_CORE_DDL)
+            columns = {row[1] for row in tx.execute("PRAGMA table_info(artifact_revisions)")}
+            if "lineage_hash" not in columns:  # created before lineage was hashed
+                tx.execute("ALTER TABLE artifact_revisions ADD COLUMN lineage_hash TEXT")
+            self._backfill_lineage_hashes(tx, lineage_hash)
             stored = dict(tx.execute("SELECT key, value FROM powercontext_schema").fetchall())
             for key, value in schema_records(stored, self.path):
                 tx.execute("INSERT INTO powercontext_schema (key, value) VALUES (?, ?)", (key, value))

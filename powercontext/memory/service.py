@@ -143,6 +143,17 @@ class MemoryService:
         """Every content version of one entry, oldest first."""
         return await self.backend.entry_history(as_ref(memory).artifact_id, arguments.text_id(entry_id, "entry_id"))
 
+    async def verify(self, memory: Any):
+        """Check a whole Memory's history offline and list every mismatch (it does not
+        stop at the first): each Revision's content and lineage hashes, every entry
+        version's content against the manifests and its number, predecessor and
+        creating Revision against the recorded changes, every cited Source and
+        Artifact, and the search projection against the head. Returns a
+        ``MemoryVerification`` (``.ok``, ``.issues``); raises only if the Memory does
+        not exist."""
+        artifact_id = arguments.text_id(memory, "memory") if isinstance(memory, str) else as_ref(memory).artifact_id
+        return await self.backend.verify_memory(artifact_id)
+
     async def changes(self, memory: Any, since_revision: int | None = None) -> tuple[MemoryRevisionChanges, ...]:
         """Compact per-Revision changes in ascending order; ``since_revision`` is
         exclusive, 0 reads the whole history, None only the target Revision."""

@@ -1,0 +1,106 @@
+"""Reads never return tampered rows (issue 13, defect 3). Rows are edited directly in
+the database, as an attacker or a broken tool would; every read path that returns
+authoritative content then refuses with InvalidCitationError, and ``svc.verify``
+lists every mismatch at once."""
+
+from __future__ import annotations
+
+import pytest
+
+import powercontext as pc
+
+from ..support import sql
+
+E = pc.MemoryEntryInput
+
+
+async def _history(svc):
+    src = await svc.sources.persist(pc.ContentSource("src_notes", "the cache moved to ~/.cache/atlas"))
+    r1 = await svc.remember(None, sources=(src,), entries=(E("fact", "the build cache lives in /tmp/atlas", sources=(src,)),))
+    (v1,) = await svc.entries(r1)
+    r2 = await svc.remember(r1, sources=(src,), entries=(E("fact", "the build cache lives in ~/.cache/atlas", entry=v1),))
+    (v2,) = await svc.entries(r2)
+    return src, r1, r2, v1, v2
+
+
+async def _refused(awaitable, match=None):
+    with pytest.raises(pc.InvalidCitationError, match=match) as info:
+        await awaitable
+    assert len(str(info.value).splitlines()) == 1
+
+
+async def test_untampered_history_reads_and_verifies(svc):
+    src, r1, r2, v1, v2 = await _history(svc)
+    assert [v.text for v in await svc.lineage(r2, v2.entry_id)] == [v1.text, v2.text]
+    assert (await svc.sources.get("src_notes")).content == src.content
+    assert (await svc.revision(r1.ref)).lineage.sources == (src.ref,)
+    report = await svc.verify(r2)
+    assert report.ok and (report.revisions, report.versions, report.sources) == (2, 2, 1), report.issues
+
+
+async def test_lineage_refuses_a_forged_old_version(svc):
+    src, r1, r2, v1, v2 = await _history(svc)
+    await sql(svc, "UPDATE memory_entry_versions SET text = ? WHERE entry_version_id = ?",
+              ("the build cache may be deleted", v1.entry_version_id))
+    await _refused(svc.lineage(r2, v2.entry_id), "altered")
+    assert any("altered" in i for i in (await svc.verify(r2)).issues)
+
+
+async def test_sources_get_rehashes_the_payload(svc):
+    await _history(svc)
+    await sql(svc, "UPDATE sources SET payload = REPLACE(payload, 'atlas', 'evil') WHERE name = ?", ("src_notes",))
+    await _refused(svc.sources.get("src_notes"), "altered")
+
+
+async def test_a_revisions_lineage_is_covered_by_a_hash(svc):
+    src, r1, r2, v1, v2 = await _history(svc)
+    await sql(svc, "UPDATE artifact_revisions SET lineage = ? WHERE artifact_id = ? AND revision = 1",
+              ('{"artifacts":[],"sources":[]}', r1.artifact_id))
+    await _refused(svc.revision(r1.ref), "lineage")
+    report = await svc.verify(r2)
+    assert any("lineage" in i for i in report.issues)
+
+
+@pytest.mark.parametrize("column, value", [
+    ("version", 99),
+    ("previous_version_id", None),
+    ("created_in_revision", 1),
+])
+async def test_identity_fields_are_checked_by_expand_cite_and_entry(svc, column, value):
+    src, r1, r2, v1, v2 = await _history(svc)
+    good = await svc.cite(r2, v2.entry_id, v2.entry_version_id)
+    await sql(svc, f"UPDATE memory_entry_versions SET {column} = ? WHERE entry_version_id = ?",
+              (value, v2.entry_version_id))
+    await _refused(svc.expand((good,)))
+    await _refused(svc.cite(r2, v2.entry_id, v2.entry_version_id))
+    await _refused(svc.entry(r2, v2.entry_id))
+    await _refused(svc.entries(r2))
+    await _refused(svc.lineage(r2, v2.entry_id))
+    assert not (await svc.verify(r2)).ok
+
+
+async def test_unparseable_rows_are_integrity_errors_not_decoder_errors(svc):
+    src, r1, r2, v1, v2 = await _history(svc)
+    await sql(svc, "UPDATE memory_entry_versions SET source_refs = ? WHERE entry_version_id = ?",
+              ("[{\"name\": 1", v2.entry_version_id))
+    await _refused(svc.entry(r2, v2.entry_id))
+    await sql(svc, "UPDATE sources SET payload = ? WHERE name = ?", ("{}", "src_notes"))
+    await _refused(svc.sources.get("src_notes"))
+    await sql(svc, "UPDATE artifact_revisions SET content = ? WHERE artifact_id = ? AND revision = 2",
+              ('{"schema": 1}', r2.artifact_id))
+    await _refused(svc.head(r2.artifact_id))
+    await _refused(svc.changes(r2, since_revision=0))
+
+
+async def test_verify_lists_every_mismatch(svc):
+    src, r1, r2, v1, v2 = await _history(svc)
+    await sql(svc, "UPDATE memory_entry_versions SET text = ? WHERE entry_version_id = ?", ("forged", v1.entry_version_id))
+    await sql(svc, "UPDATE memory_entry_versions SET version = 7 WHERE entry_version_id = ?", (v2.entry_version_id,))
+    await sql(svc, "UPDATE sources SET payload = REPLACE(payload, 'atlas', 'evil')")
+    await sql(svc, "DELETE FROM memory_entry_heads WHERE entry_version_id = ?", (v2.entry_version_id,))
+    report = await svc.verify(r2.artifact_id)
+    assert not report.ok
+    text = "\n".join(report.issues)
+    assert v1.entry_version_id in text and "version number 7" in text
+    assert "src_notes" in text and "projection" in text
+    assert len(report.issues) >= 4
