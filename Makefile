@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup test eval scale notebooks clean soak-runtime
+.PHONY: setup test soak eval scale notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -25,6 +25,11 @@ test: $(STAMP)
 # Memory commit and the cursor save, each followed by a replay in a new process.
 soak-runtime: $(STAMP)
 	RUNTIME_KILLS=25 $(PY) -m pytest tests/runtime/test_restart_replay.py -s -q
+
+# The reliability loops at length (issue 13): 100 SIGKILLs of a child writer per
+# database and 2,000 fuzz examples per database, instead of make test's 10 and 120.
+soak: $(STAMP)
+	PC_CRASH_KILLS=100 PC_FUZZ_EXAMPLES=2000 $(PY) -m pytest -q -s tests/reliability/test_crash_loop.py tests/reliability/test_fuzz.py
 
 eval: $(STAMP)
 	$(PY) -m powercontext.eval sweep --all
