@@ -21,10 +21,23 @@ Facts this code relies on (measured with seekdb 1.4.0.0 / ob_version() 4.3.5.3):
   on 0.0.0.0:P (``--parameter local_ip=…`` is silently ignored; the ``bind_address``
   variable only mirrors MySQL and shows ``*``). What does work is the tenant variable
   ``ob_tcp_invited_nodes`` (a client-IP allow-list); ``--variable
-  ob_tcp_invited_nodes=…`` is overwritten during bootstrap, so we ``SET GLOBAL`` it
-  right after the server accepts its first connection. Remote clients are therefore
-  refused from then on, but can reach the password-less root account during the ~1 s
-  between the listen socket opening and that statement.
+  ob_tcp_invited_nodes=…`` is overwritten during bootstrap. A fresh server's only
+  account is ``root@%`` with an EMPTY password, and TCP and the unix socket
+  ``run/sql.sock`` open within ~0.05 s of each other.
+* Lockdown (see "Security" in OCEANBASE_NOTES.md): the first start of a directory
+  generates a random root password, stores it in ``root.password`` (0600) in the base
+  dir (0700), and bootstraps the server inside a private network namespace
+  (``unshare --net`` with a veth pair: seekdb exits with status 1 if the namespace has
+  only ``lo``), where no other host or local process can reach its TCP port. Through
+  ``run/sql.sock`` (in the 0700 dir) it sets the password and the allow-list, stops
+  the server, and starts it again on the host network: the password-less window is
+  never reachable over TCP. Where a namespace cannot be made (no CAP_NET_ADMIN and no
+  user namespaces, no ``ip``), the lockdown runs through the unix socket as soon as it
+  accepts, and ``exposure_seconds`` records how long root had no password.
+* The binary reports telemetry unless ``TELEMETRY_ENABLED=false`` is in its
+  environment (measured: without it, a fresh start resolves the report host over DNS;
+  with it, no outbound connection at all). The launcher always sets it. The binary
+  still writes its local ``run/telemetry.json`` (inside the 0700 dir).
 * SIGTERM makes seekdb log the signal and then kill itself with SIGKILL (exit status
   -9 within ~0.1 s). That is its normal stop; committed rows survive via redo replay.
 * An invalid ``--parameter`` value (e.g. ``memory_budget=abc`` or ``=100M``) makes the
@@ -75,7 +88,13 @@ DEFAULT_DIR = Path("~/.cache/powercontext/seekdb")
 
 PID_FILE = "seekdb.pid"
 PORT_FILE = "seekdb.port"
+PASSWORD_FILE = "root.password"  # 0600; the URL the CLI prints carries it, nothing else does
 CONSOLE_LOG = "seekdb.console.log"  # the binary's stdout/stderr; its real log is log/seekdb.log
+SOCKET = "run/sql.sock"
+#: Environment of every server this module starts.
+SERVER_ENV = {"TELEMETRY_ENABLED": "false"}
+#: The database the CLI's URL names (pc.open creates it on first use).
+CLI_DATABASE = "pc"
 
 # Fixed sizes from NOTES.md: smaller log disks are rejected, and these keep a test
 # server at ~1.3 GB of disk.
@@ -117,9 +136,12 @@ def seekdb_binary() -> Path:
     return binary
 
 
-def oceanbase_url(host: str, port: int, database: str = "") -> str:
-    """``oceanbase://root@HOST:PORT/DATABASE`` (database may be empty)."""
-    return f"oceanbase://root@{host}:{port}/{database}"
+def oceanbase_url(host: str, port: int, database: str = "", password: str = "") -> str:
+    """``oceanbase://root[:PASSWORD]@HOST:PORT/DATABASE`` (database may be empty)."""
+    from urllib.parse import quote
+
+    secret = f":{quote(password, safe='')}" if password else ""
+    return f"oceanbase://root{secret}@{host}:{port}/{database}"
 
 
 def database_url(server_url: str, database: str) -> str:
@@ -241,6 +263,63 @@ def _set_parent_death_signal() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
+def _private_files() -> None:
+    """In the child: everything seekdb creates (data, logs, socket) is owner-only."""
+    os.umask(0o077)
+
+
+def _private_files_and_death_signal() -> None:
+    _private_files()
+    _set_parent_death_signal()
+
+
+# A network namespace of its own with a veth pair (seekdb refuses to start when the
+# only interface is lo); both ends stay inside, so nothing can reach the server or be
+# reached from it. 198.51.100.0/24 is TEST-NET-2 (documentation addresses).
+_NAMESPACE_SETUP = ("ip link set lo up && ip link add pc0 type veth peer name pc1 && "
+                    "ip addr add 198.51.100.7/32 dev pc0 && ip link set pc0 up && ip link set pc1 up")
+_namespace_prefix_cache: list[list[str] | None] = []
+
+
+def _namespace_prefix() -> list[str] | None:
+    """The argv prefix that runs a command in a private network namespace, or None if
+    this machine does not allow one (probed once per process)."""
+    if _namespace_prefix_cache:
+        return _namespace_prefix_cache[0]
+    import shutil
+
+    found = None
+    if sys.platform.startswith("linux") and shutil.which("unshare") and shutil.which("ip"):
+        candidates = [["unshare", "--net"]] if os.geteuid() == 0 else []
+        candidates.append(["unshare", "--user", "--map-root-user", "--net"])
+        for prefix in candidates:
+            try:
+                probe = subprocess.run([*prefix, "sh", "-c", _NAMESPACE_SETUP], capture_output=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            if probe.returncode == 0:
+                found = [*prefix, "sh", "-c", _NAMESPACE_SETUP + ' && exec "$@"', "seekdb-netns"]
+                break
+    _namespace_prefix_cache.append(found)
+    return found
+
+
+def _new_password() -> str:
+    import secrets
+
+    return secrets.token_urlsafe(24)  # 32 characters of [A-Za-z0-9_-]: URL-safe as is
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a new 0600 file, atomically."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
 # Servers this process started (not detached). A strong set, so a server whose object
 # was dropped without stop() is still stopped when the interpreter exits.
 _OWNED: set["SeekdbServer"] = set()
@@ -279,13 +358,26 @@ class SeekdbServer:
         host: str = "127.0.0.1",
         *,
         detach: bool = False,
+        allow: str | None = None,
+        isolate_bootstrap: bool | None = None,
     ) -> None:
         self.base_dir = Path(base_dir).expanduser().resolve()
         self.port = port
         self.memory_budget = str(memory_budget)
         self.host = host
         self.detach = detach
+        #: Client IPs the server accepts (``ob_tcp_invited_nodes``): loopback, plus
+        #: ``host`` when it is not loopback, unless given.
+        self.allow = allow
+        #: First start inside a private network namespace: None = when available.
+        self.isolate_bootstrap = isolate_bootstrap
         self.startup_seconds: float | None = None  # wall time of the last start()
+        #: How the root account was locked down by this object ("namespace": never
+        #: reachable without password; "socket": through run/sql.sock as soon as the
+        #: server accepted), None if it already had its password.
+        self.lockdown: str | None = None
+        #: Seconds root had no password while TCP was open (0.0 for "namespace").
+        self.exposure_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._pid: int | None = None  # set for attached (not started-by-us) servers too
 
@@ -307,13 +399,35 @@ class SeekdbServer:
 
     @property
     def url(self) -> str:
-        """``oceanbase://root@HOST:PORT/``; add a database with :meth:`url_for`."""
+        """``oceanbase://root:PASSWORD@HOST:PORT/``; add a database with :meth:`url_for`.
+        It carries the root password: show it only to the server's owner."""
         if self.port is None:
             raise RuntimeError("the server has no port yet; call start() first")
-        return oceanbase_url(self.host, self.port)
+        return oceanbase_url(self.host, self.port, password=self.password)
 
     def url_for(self, database: str) -> str:
-        return oceanbase_url(self.host, self._require_port(), database)
+        return oceanbase_url(self.host, self._require_port(), database, password=self.password)
+
+    @property
+    def password_file(self) -> Path:
+        return self.base_dir / PASSWORD_FILE
+
+    @property
+    def password(self) -> str:
+        """The root password generated at the first start ('' for a directory that
+        has none yet)."""
+        try:
+            return self.password_file.read_text().strip()
+        except OSError:
+            return ""
+
+    def allow_list(self) -> str:
+        if self.allow:
+            return self.allow
+        nodes = ["127.0.0.1"]
+        if not _is_loopback(self.host):
+            nodes.append(socket.gethostbyname(self.host))
+        return ",".join(nodes)
 
     @property
     def log_path(self) -> Path:
@@ -329,11 +443,18 @@ class SeekdbServer:
 
     def connect(self, database: str | None = None, **kwargs: Any):
         """A new ``pymysql`` connection as root (autocommit on unless overridden)."""
-        import pymysql
+        from .driver import connect
 
         kwargs.setdefault("autocommit", True)
-        return pymysql.connect(host=self.host, port=self._require_port(), user="root",
-                               password="", database=database, **kwargs)
+        return connect(host=self.host, port=self._require_port(), user="root",
+                       password=self.password, database=database, **kwargs)
+
+    def _socket_connect(self, password: str, timeout: float = 2):
+        """Root over ``run/sql.sock``: reachable only by the owner of the 0700 dir."""
+        from .driver import connect
+
+        return connect(unix_socket=str(self.base_dir / SOCKET), user="root", password=password,
+                       autocommit=True, connect_timeout=timeout)
 
     def _require_port(self) -> int:
         if self.port is None:
@@ -362,17 +483,18 @@ class SeekdbServer:
         return server
 
     def start(self, timeout: float = 60) -> "SeekdbServer":
-        """Launch seekdb and wait until it accepts ``root`` logins. Returns self.
+        """Launch seekdb and wait until root can log in with its password. Returns self.
 
+        The first start of a directory generates the root password and locks the
+        server down before any network client can reach it (module docstring).
         Raises SeekdbStartError (with the last log lines) if the port is busy, the
         directory already has a running server, the process exits, or ``timeout``
         seconds pass.
         """
-        import pymysql
-
         if self.running:
             return self
-        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.base_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.base_dir, 0o700)
         other = SeekdbServer.attach(self.base_dir)
         if other is not None:
             raise SeekdbStartError(
@@ -384,10 +506,35 @@ class SeekdbServer:
         elif _port_in_use(self.port):
             raise SeekdbStartError(f"port {self.port} is already in use; pass another port or port=None")
 
-        argv = self.command()
         began = time.monotonic()
-        with self.log_path.open("ab") as log:
-            log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(argv)}\n".encode())
+        deadline = began + timeout
+        self._timeout = timeout
+        self.lockdown = self.exposure_seconds = None
+        if not self.password:
+            _write_private(self.password_file, _new_password() + "\n")
+            prefix = _namespace_prefix() if self.isolate_bootstrap in (None, True) else None
+            if self.isolate_bootstrap and prefix is None:
+                raise SeekdbStartError("isolate_bootstrap=True, but this machine cannot create a network namespace")
+            if prefix is not None:
+                self._launch(prefix)
+                try:
+                    self._wait_ready(deadline, isolated=True)
+                finally:
+                    self.stop()
+                self.lockdown, self.exposure_seconds = "namespace", 0.0
+        self._launch([])
+        self._wait_ready(deadline, isolated=False)
+        self.startup_seconds = time.monotonic() - began
+        _write_private(self.base_dir / PID_FILE, f"{self._proc.pid}\n")
+        _write_private(self.base_dir / PORT_FILE, f"{self.port}\n")
+        return self
+
+    def _launch(self, prefix: list[str]) -> None:
+        argv = self.command()
+        log_fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with os.fdopen(log_fd, "ab") as log:
+            where = " (private network namespace)" if prefix else ""
+            log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')}{where} {' '.join(argv)}\n".encode())
             log.flush()
             use_pdeathsig = (
                 not self.detach
@@ -398,13 +545,14 @@ class SeekdbServer:
             )
             try:
                 self._proc = subprocess.Popen(
-                    argv,
+                    [*prefix, *argv],
                     cwd=self.base_dir,
+                    env={**os.environ, **SERVER_ENV},
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # own process group: terminal/kernel SIGINT stays with us
-                    preexec_fn=_set_parent_death_signal if use_pdeathsig else None,
+                    preexec_fn=_private_files_and_death_signal if use_pdeathsig else _private_files,
                 )
             except OSError as exc:
                 raise SeekdbStartError(f"could not launch {argv[0]}: {exc}") from exc
@@ -412,20 +560,37 @@ class SeekdbServer:
             with _OWNED_LOCK:
                 _OWNED.add(self)
 
-        deadline = began + timeout
+    def _wait_ready(self, deadline: float, *, isolated: bool) -> None:
+        """Poll the unix socket until root logs in with its password (setting the
+        password first if root has none), apply the allow-list, then — on the host
+        network — confirm a TCP login like a client's."""
+        import pymysql
+
+        password = self.password
+        locked_at = opened_at = None
         while True:
             code = self._proc.poll()
             if code is not None:
                 self._forget()
                 raise SeekdbStartError(
                     f"seekdb exited with status {code} before accepting connections on "
-                    f"{self.host}:{self.port}\ncommand: {' '.join(argv)}",
+                    f"{self.host}:{self.port}\ncommand: {' '.join(self.command())}",
                     _log_tail(self.base_dir),
                 )
+            conn = None
             try:
-                conn = pymysql.connect(host=self.host, port=self.port, user="root",
-                                       password="", connect_timeout=2)
-            except pymysql.err.MySQLError:
+                conn = self._socket_connect(password)
+            except pymysql.err.OperationalError as exc:
+                if exc.args and exc.args[0] == 1045:  # root has no password yet
+                    try:
+                        conn = self._socket_connect("")
+                        opened_at = time.monotonic()
+                        with conn.cursor() as cur:
+                            cur.execute("ALTER USER root IDENTIFIED BY %s", (password,))
+                        locked_at = time.monotonic()
+                    except pymysql.err.MySQLError:
+                        conn = None
+            except (pymysql.err.MySQLError, OSError):
                 conn = None
             if conn is not None:
                 break
@@ -434,21 +599,35 @@ class SeekdbServer:
                 self.stop()
                 raise SeekdbStartError(
                     f"seekdb did not accept connections on {self.host}:{self.port} within "
-                    f"{timeout:g} s (stopped it)\ncommand: {' '.join(argv)}",
+                    f"{self._timeout:g} s (stopped it)\ncommand: {' '.join(self.command())}",
                     tail,
                 )
-            time.sleep(0.1)
+            time.sleep(0.02)
         try:
-            if _is_loopback(self.host):
-                # The only way to keep remote clients out (see module docstring).
-                with conn.cursor() as cur:
-                    cur.execute("SET GLOBAL ob_tcp_invited_nodes = '127.0.0.1'")
+            with conn.cursor() as cur:
+                cur.execute("SHOW GLOBAL VARIABLES LIKE 'ob_tcp_invited_nodes'")
+                row = cur.fetchone()
+                if row is None or row[1] != self.allow_list():
+                    cur.execute("SET GLOBAL ob_tcp_invited_nodes = %s", (self.allow_list(),))
         finally:
             conn.close()
-        self.startup_seconds = time.monotonic() - began
-        (self.base_dir / PID_FILE).write_text(f"{self._proc.pid}\n")
-        (self.base_dir / PORT_FILE).write_text(f"{self.port}\n")
-        return self
+        if locked_at is not None and not isolated:
+            self.lockdown, self.exposure_seconds = "socket", locked_at - opened_at
+        if isolated:
+            return
+        while True:  # a client's view: TCP, with the password
+            try:
+                self.connect(connect_timeout=2).close()
+                return
+            except pymysql.err.MySQLError:
+                if time.monotonic() > deadline or self._proc.poll() is not None:
+                    tail = _log_tail(self.base_dir)
+                    self.stop()
+                    raise SeekdbStartError(
+                        f"seekdb accepted root on its unix socket but not over TCP on {self.host}:{self.port}",
+                        tail,
+                    ) from None
+                time.sleep(0.05)
 
     def stop(self, timeout: float = 15) -> None:
         """SIGTERM, wait up to ``timeout`` s, then SIGKILL. Idempotent."""
@@ -523,7 +702,10 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m powercontext.backends.seekdb start|stop|status``.
 
     ``start`` leaves the server running after the CLI exits (no atexit, no parent-death
-    signal) and prints its URL; ``status`` exits 0 if running, 3 if stopped.
+    signal) and prints, like Jupyter's token URL, a URL to paste into ``pc.open`` as
+    is: ``oceanbase://root:PASSWORD@127.0.0.1:PORT/pc`` (the password is the one in
+    ``DIR/root.password``, shown only on this terminal). ``status`` prints the same URL
+    and exits 0 if running, 3 if stopped.
     """
     parser = argparse.ArgumentParser(prog="python -m powercontext.backends.seekdb",
                                      description="Run a local seekdb (OceanBase kernel) server.")
@@ -540,7 +722,7 @@ def main(argv: list[str] | None = None) -> int:
         if running is None:
             print(f"stopped dir={base}")
             return 3
-        print(f"running {running.url} pid={running.pid} dir={base}")
+        print(f"running {running.url_for(CLI_DATABASE)} pid={running.pid} dir={base}")
         return 0
     if args.command == "stop":
         if running is not None:
@@ -548,7 +730,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stopped dir={base}")
         return 0
     if running is not None:
-        print(f"already running {running.url} pid={running.pid} dir={base}")
+        print(f"seekdb already running: pid {running.pid}, dir {base}")
+        print(running.url_for(CLI_DATABASE))
         return 0
     server = SeekdbServer(base, port=args.port, memory_budget=args.memory_budget, detach=True)
     try:
@@ -556,7 +739,10 @@ def main(argv: list[str] | None = None) -> int:
     except SeekdbStartError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(server.url)
+    how = {"namespace": ", locked down before any network client could connect",
+           "socket": f", root had no password for {server.exposure_seconds or 0:.3f} s"}.get(server.lockdown or "", "")
+    print(f"seekdb running: pid {server.pid}, port {server.port}, dir {base}{how}")
+    print(server.url_for(CLI_DATABASE))
     return 0
 
 

@@ -59,8 +59,10 @@ def _wait_dead(pid: int, timeout: float = 15) -> bool:
 def test_start_query_stop(server_dir):
     with SeekdbServer(server_dir) as server:
         assert server.running and server.pid
-        assert server.url == f"oceanbase://root@127.0.0.1:{server.port}/"
-        assert server.url_for("pc_test") == f"oceanbase://root@127.0.0.1:{server.port}/pc_test"
+        password = (server_dir / "root.password").read_text().strip()
+        assert len(password) >= 32
+        assert server.url == f"oceanbase://root:{password}@127.0.0.1:{server.port}/"
+        assert server.url_for("pc_test") == f"oceanbase://root:{password}@127.0.0.1:{server.port}/pc_test"
         assert (server_dir / PID_FILE).read_text().strip() == str(server.pid)
         assert (server_dir / PORT_FILE).read_text().strip() == str(server.port)
         assert server.startup_seconds < 30
@@ -113,7 +115,21 @@ def test_cli_start_status_stop_round_trip(server_dir, monkeypatch):
     url = started.stdout.strip().splitlines()[-1]
     port = int((server_dir / PORT_FILE).read_text())
     pid = int((server_dir / PID_FILE).read_text())
-    assert url == f"oceanbase://root@127.0.0.1:{port}/"
+    password = (server_dir / "root.password").read_text().strip()
+    # Like Jupyter's token URL: pasteable into pc.open as is, with a database name.
+    assert url == f"oceanbase://root:{password}@127.0.0.1:{port}/pc"
+    assert f"pid {pid}" in started.stdout
+    import asyncio
+
+    import powercontext as pc
+
+    async def paste():
+        svc = await pc.open(url)
+        rev = await svc.remember(None, entries=(pc.MemoryEntryInput("fact", "opened from the printed URL"),))
+        assert (await svc.head(rev.artifact_id)).ref == rev.ref and svc.backend.database == "pc"
+        await svc.close()
+
+    asyncio.run(paste())
 
     # The CLI process has exited; the server outlives it and answers.
     status = subprocess.run([*CLI, "status", "--dir", str(server_dir)],
@@ -123,7 +139,7 @@ def test_cli_start_status_stop_round_trip(server_dir, monkeypatch):
     assert f"pid={pid}" in status.stdout
 
     attached = SeekdbServer.attach(server_dir)
-    assert attached is not None and attached.pid == pid and attached.url == url
+    assert attached is not None and attached.pid == pid and attached.url_for("pc") == url
     conn = attached.connect()
     with conn.cursor() as cur:
         cur.execute("SELECT 1")
@@ -132,7 +148,7 @@ def test_cli_start_status_stop_round_trip(server_dir, monkeypatch):
 
     # ensure_server reuses the running server and does not claim ownership of it.
     monkeypatch.delenv(ENV_URL, raising=False)
-    assert ensure_server(server_dir) == (url, None)
+    assert ensure_server(server_dir) == (attached.url, None)
 
     again = subprocess.run([*CLI, "start", "--dir", str(server_dir)],
                            capture_output=True, text=True, timeout=60)
