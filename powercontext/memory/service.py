@@ -84,6 +84,9 @@ class SourceStore:
         return await self._backend.persist_source(source)
 
     async def get(self, name: str) -> Source:
+        """The Source persisted under ``name``, re-hashed on read: an altered payload
+        raises InvalidCitationError. (Its hash is anchored where entry versions cite it;
+        ``svc.verify`` checks those SourceRefs too.)"""
         return await self._backend.get_source(name)
 
 
@@ -109,7 +112,11 @@ class MemoryService:
     # ------------------------------------------------------------------ reads
 
     async def head(self, memory: Any) -> MemoryRevision:
-        """The current head Revision of a Memory (given its id, a ref or a Revision)."""
+        """The current head Revision of a Memory (given its id, a ref or a Revision).
+
+        The Revision is verified against its content and lineage hashes. The head
+        pointer itself is not covered by any hash (RFC 000: it is the CAS'd
+        ``artifact_heads`` row); ``svc.verify`` checks that it names the last Revision."""
         artifact_id = arguments.text_id(memory, "memory") if isinstance(memory, str) else as_ref(memory).artifact_id
         head = await self.backend.head(artifact_id)
         if head is None:
@@ -140,7 +147,9 @@ class MemoryService:
         return (await self.backend.load_versions(ref, [entry_id]))[entry_id]
 
     async def lineage(self, memory: Any, entry_id: str) -> tuple[MemoryEntryVersion, ...]:
-        """Every content version of one entry, oldest first."""
+        """Every content version of one entry, oldest first, each verified against the
+        Revision that created it (content hash in its manifest, the recorded change's
+        predecessor, and a version number that counts up from 1)."""
         return await self.backend.entry_history(as_ref(memory).artifact_id, arguments.text_id(entry_id, "entry_id"))
 
     async def verify(self, memory: Any):
