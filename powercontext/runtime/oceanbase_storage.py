@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
+from ..backends.driver import connect, database_identifier
 from ..backends.oceanbase import parse_url
 from ..errors import BackendUnavailableError
 from .sql_storage import SQLRuntimeStorage
@@ -101,7 +102,7 @@ class OceanBaseRuntimeStorage(SQLRuntimeStorage):
         if self._con is None:
             p = self._params
             try:
-                self._con = pymysql.connect(
+                self._con = connect(  # multi-statements off, like every library connection
                     host=p["host"], port=p["port"], user=p["user"], password=p["password"], database=p["database"],
                     autocommit=True, charset="utf8mb4", connect_timeout=10,
                 )
@@ -118,13 +119,13 @@ class OceanBaseRuntimeStorage(SQLRuntimeStorage):
 
         p = self._params
         try:
-            con = pymysql.connect(host=p["host"], port=p["port"], user=p["user"], password=p["password"],
-                                  autocommit=True, charset="utf8mb4", connect_timeout=10)
+            con = connect(host=p["host"], port=p["port"], user=p["user"], password=p["password"],
+                          autocommit=True, charset="utf8mb4", connect_timeout=10)
         except pymysql.err.MySQLError as exc:
             raise BackendUnavailableError(f"cannot reach OceanBase at {self.location}: {exc.args[-1]}") from None
         try:
             with con.cursor() as cur:
-                cur.execute(f"CREATE DATABASE IF NOT EXISTS `{p['database']}`")
+                cur.execute(f"CREATE DATABASE IF NOT EXISTS {database_identifier(p['database'])}")
         finally:
             con.close()
 
