@@ -36,7 +36,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from powercontext.eval.collect import collect, corpus_texts  # noqa: E402
 from powercontext.eval.datasets import discover, load  # noqa: E402
-from powercontext.eval.harness import _groups, build_replays  # noqa: E402
+from powercontext.eval.harness import build_replays, split_groups  # noqa: E402
 from powercontext.eval.retrieval import channels_of  # noqa: E402
 from powercontext.eval.sweep import Grid  # noqa: E402
 from powercontext.memory import admission  # noqa: E402
@@ -65,7 +65,7 @@ def bench_policies(mode: str):
 
 
 def sweep_figures(collected) -> None:
-    weights, _ = _groups(collected.queries)
+    weights, _ = split_groups(collected.queries)
     retrieval = collected.retrieval_seconds().set_index(["backend", "mode"])["seconds"]
     print(f"\n== sweep vs retrieval ({len(collected.queries)} queries, {len(collected.corpora)} corpora)")
     print(f"{'backend':10s} {'mode':7s} {'points':>6s} {'retrieval s':>11s} {'sweep s':>8s} {'ratio':>6s} "

@@ -12,6 +12,7 @@ Modules, one concern each:
 * ``sweep`` — ``Grid`` and ``Replay``: ``admission.admit`` + ``rrf`` replayed as arrays.
 * ``metrics`` — ranx-equal ranking metrics, set and abstention metrics, CIs, tests.
 * ``recommend`` — the policy per mode (and the joint library default) by a stated objective.
+* ``tables`` — per-query, summary, breakdown, paired-test and abstention tables of the named policies.
 * ``crossval`` — the k-fold cross-validated recommendation of small corpora (held-out mean ± spread).
 * ``compare`` — SQLite vs OceanBase, query by query; vector recall vs exact search.
 * ``abstention`` — MTEB-style nAUC of the retrieval signals.

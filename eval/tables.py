@@ -1,0 +1,164 @@
+"""The tables of a run's named policies (recommended, joint, initial, default, no
+admission), query by query and aggregated: the per-query metrics and rankings, the
+summary with ranx's numbers and bootstrap CIs, breakdowns by tag / language / corpus,
+paired tests against the initial constants and no admission, and abstention nAUC.
+``harness.analyse`` builds them from the replays; each is a plain DataFrame."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
+
+from . import metrics as M
+from .abstention import abstention_table
+from .recommend import Recommendation
+from .sweep import INITIAL, POINT_COLUMNS, point_values, policy_label
+
+__all__ = ["abstention_frame", "breakdown_frame", "per_query_table", "stats_frame", "summary_frame"]
+
+SUMMARY_METRICS = ("ndcg@10", "mrr@10", "recall@10", "precision@1", "set_precision", "set_recall", "set_f1",
+                   "false_admission", "empty_answer", "hits")
+CI_METRICS = ("ndcg@10", "false_admission", "set_f1", "empty_answer")
+
+
+def _named(recs: dict[str, Recommendation], mode: str) -> dict[str, AdmissionPolicy]:
+    named = {"recommended": recs[mode].policy}
+    if "joint" in recs:
+        named["joint"] = recs["joint"].policy
+    named["initial"] = INITIAL
+    if AdmissionPolicy() != INITIAL:
+        named["default"] = AdmissionPolicy()
+    named["no-admission"] = NO_ADMISSION
+    return named
+
+
+def per_query_table(replays, queries: pd.DataFrame, recs: dict[str, Recommendation], limit: int) -> pd.DataFrame:
+    """Per-query metrics and ``ranking`` (corpus ids of the hits, in order) of the named
+    policies at ``limit``."""
+    frames = []
+    meta = queries.reset_index(drop=True)
+    for (backend, mode), replay in replays.items():
+        for name, policy in _named(recs, mode).items():
+            values = replay.evaluate([policy], [limit])
+            df = meta.copy()
+            df.insert(0, "backend", backend)
+            df.insert(1, "mode", mode)
+            df.insert(2, "policy", name)
+            df.insert(3, "label", policy_label(policy, mode))
+            for key, v in point_values(policy, mode, limit).items():
+                df[key] = v
+            for metric in M.METRIC_NAMES:
+                df[metric] = values[metric][0, 0]
+            ranking = replay.ranking(policy, limit)
+            df["ranking"] = [tuple(ranking[q]) for q in df["query_id"]]
+            frames.append(df)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _population(df: pd.DataFrame, metric: str) -> pd.DataFrame:
+    pop = M.BY_NAME[metric].population
+    return df if pop == "all" else df[df["positive"] == (pop == "positive")]
+
+
+def summary_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]]) -> pd.DataFrame:
+    """Per backend × mode × policy × split: ranking metrics computed by ranx (and
+    checked against the sweep's own arithmetic), set and abstention metrics, and 95 %
+    bootstrap CIs."""
+    rows = []
+    for (backend, mode, policy), group in per_query.groupby(["backend", "mode", "policy"], sort=False):
+        pos_all = group[group["positive"]]
+        ranx = M.ranx_scores({q: qrels[q] for q in pos_all["query_id"]}, dict(zip(pos_all["query_id"], pos_all["ranking"])),
+                             M.RANX_METRICS)
+        for metric in M.RANX_METRICS:
+            ours = pos_all[metric].to_numpy(float)
+            theirs = np.array([ranx[metric][q] for q in pos_all["query_id"]], dtype=float)
+            if not np.allclose(ours, theirs, atol=1e-9):
+                raise AssertionError(f"{backend}/{mode}/{policy}: the sweep's {metric} differs from ranx's")
+        for split in ("dev", "test", "all"):
+            g = group if split == "all" else group[group["split"] == split]
+            row = dict(backend=backend, mode=mode, policy=policy, label=g["label"].iloc[0], split=split,
+                       queries=len(g), positive=int(g["positive"].sum()), empty=int((~g["positive"]).sum()))
+            for key in POINT_COLUMNS:
+                row[key] = g[key].iloc[0]
+            pos_ids = g[g["positive"]]["query_id"]
+            for metric in M.RANX_METRICS:  # ranx's numbers
+                values = [ranx[metric][q] for q in pos_ids]
+                row[metric] = float(np.mean(values)) if values else math.nan
+            for metric in M.METRIC_NAMES:
+                if metric not in M.RANX_METRICS:
+                    vals = _population(g, metric)[metric]
+                    row[metric] = float(vals.mean()) if len(vals) else math.nan
+            for metric in CI_METRICS:
+                lo, hi = M.bootstrap_ci(_population(g, metric)[metric].to_numpy(float))
+                row[f"{metric}_ci"] = f"[{lo:.3f}, {hi:.3f}]" if not math.isnan(lo) else ""
+                row[f"{metric}_lo"], row[f"{metric}_hi"] = lo, hi
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def breakdown_frame(per_query: pd.DataFrame) -> pd.DataFrame:
+    """Metrics of the named policies by tag, language and corpus (and split); each
+    metric is the mean over the group's queries of its population."""
+    frames = []
+    exploded = per_query.explode("tags").rename(columns={"tags": "tag"})
+    facets = {"tag": exploded, "lang": per_query, "corpus": per_query}
+    masks = {"positive": lambda d: d["positive"].astype(bool), "empty": lambda d: ~d["positive"].astype(bool),
+             "all": lambda d: pd.Series(True, index=d.index)}
+    for facet, df in facets.items():
+        for split in ("all", "dev", "test"):
+            d = df if split == "all" else df[df["split"] == split]
+            keys = [d[k] for k in ("backend", "mode", "policy", facet)]
+            out = d.groupby(keys, sort=True).agg(queries=("positive", "size"), positive=("positive", "sum"))
+            for metric in M.METRIC_NAMES:
+                values = d[metric].where(masks[M.BY_NAME[metric].population](d))
+                out[metric] = values.groupby(keys, sort=True).mean()
+            out = out.reset_index()
+            out.columns = ["backend", "mode", "policy", "value", *out.columns[4:]]
+            frames.append(out.assign(facet=facet, split=split))
+    cols = ["backend", "mode", "policy", "facet", "value", "split", "queries", "positive", *M.METRIC_NAMES]
+    result = pd.concat(frames, ignore_index=True)[cols]
+    result["positive"] = result["positive"].astype(int)
+    return result
+
+
+def stats_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]], split: str = "test") -> pd.DataFrame:
+    """Recommended vs the initial constants and vs no admission on ``split``: ranx's
+    paired t-test for the ranking metrics (positive queries), Fisher randomization for
+    false admission (empty-answer queries) and SetF (all queries)."""
+    rows = []
+    pairs = [("recommended", "initial"), ("recommended", "no-admission"), ("joint", "initial")]
+    for (backend, mode), group in per_query[per_query["split"] == split].groupby(["backend", "mode"], sort=False):
+        policies = {name: g.set_index("query_id") for name, g in group.groupby("policy")}
+        pos_ids = group[group["positive"]]["query_id"].unique()
+        runs = {name: dict(zip(p.loc[pos_ids].index, p.loc[pos_ids, "ranking"])) for name, p in policies.items()}
+        report = M.ranx_compare({q: qrels[q] for q in pos_ids}, runs, ("ndcg@10", "mrr@10", "recall@10"))
+        result = report.to_dict()
+        for a, b in pairs:
+            if a not in policies or b not in policies:
+                continue
+            for metric in ("ndcg@10", "mrr@10", "recall@10"):
+                rows.append(dict(backend=backend, mode=mode, split=split, a=a, b=b, metric=metric, test="ranx student t",
+                                 mean_a=result[a]["scores"][metric], mean_b=result[b]["scores"][metric],
+                                 p_value=result[a]["comparisons"][b][metric]))
+            for metric in ("false_admission", "set_f1"):
+                pa, pb = _population(policies[a].reset_index(), metric), _population(policies[b].reset_index(), metric)
+                va, vb = pa[metric].to_numpy(float), pb.set_index("query_id").loc[pa["query_id"], metric].to_numpy(float)
+                rows.append(dict(backend=backend, mode=mode, split=split, a=a, b=b, metric=metric,
+                                 test="Fisher randomization", mean_a=va.mean() if len(va) else math.nan,
+                                 mean_b=vb.mean() if len(vb) else math.nan,
+                                 p_value=M.paired_randomization_test(va, vb)))
+    return pd.DataFrame(rows)
+
+
+def abstention_frame(replays, queries: pd.DataFrame, candidates: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (backend, mode), replay in replays.items():
+        values = replay.evaluate([NO_ADMISSION], [10])
+        utility = np.where(queries["positive"].to_numpy(), values["ndcg@10"][0, 0], 0.0)
+        rows.append(pd.DataFrame(dict(backend=backend, mode=mode, query_id=queries["query_id"], split=queries["split"],
+                                      utility=utility)))
+    return abstention_table(candidates, pd.concat(rows, ignore_index=True))
