@@ -66,6 +66,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
+from ..errors import BackendUnavailableError
+
 __all__ = [
     "ENV_URL",
     "DEFAULT_DIR",
@@ -102,8 +104,11 @@ _FIXED_PARAMETERS = {"datafile_size": "1G", "log_disk_size": "2G"}
 _LOG_LINES = 30
 
 
-class SeekdbStartError(RuntimeError):
+class SeekdbStartError(BackendUnavailableError, RuntimeError):
     """The seekdb server did not become ready: it exited, timed out or could not launch.
+
+    A ``PowerContextError`` like every refusal of the library (and still a RuntimeError
+    for callers written against the launcher's first version).
 
     The message carries the command line and the last log lines; ``log_tail`` holds the
     same lines for programmatic use.

@@ -28,6 +28,7 @@ from powercontext.backends.seekdb import (
     ensure_server,
     oceanbase_url_from_env,
 )
+from powercontext.errors import PowerContextError
 
 CLI = [sys.executable, "-m", "powercontext.backends.seekdb"]
 
@@ -168,8 +169,10 @@ def test_port_already_taken_is_a_start_error(server_dir):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        with pytest.raises(SeekdbStartError, match=f"port {port} is already in use"):
+        with pytest.raises(SeekdbStartError, match=f"port {port} is already in use") as caught:
             SeekdbServer(server_dir, port=port).start()
+    # The library's typed error, so one `except PowerContextError` covers a failed start too.
+    assert isinstance(caught.value, PowerContextError) and caught.value.retryable is False
     # Refused before launching: no 1 GB data file was allocated.
     assert not (server_dir / "store").exists()
 
