@@ -52,9 +52,7 @@ must work without the ``oceanbase`` extra installed.
 
 from __future__ import annotations
 
-import argparse
 import atexit
-import ipaddress
 import os
 import signal
 import socket
@@ -67,6 +65,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendUnavailableError
+from .seekdb_os import (
+    free_port,
+    is_loopback,
+    is_our_seekdb,
+    namespace_prefix,
+    new_password,
+    pid_alive,
+    port_in_use,
+    private_files,
+    private_files_and_death_signal,
+    write_private,
+)
 
 __all__ = [
     "ENV_URL",
@@ -180,58 +190,6 @@ def oceanbase_url_from_env() -> str | None:
     return value or None
 
 
-def _free_port() -> int:
-    # Bind the wildcard address: seekdb listens on 0.0.0.0, so the port must be free there.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("0.0.0.0", 0))
-        return sock.getsockname()[1]
-
-
-def _port_in_use(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        # SO_REUSEADDR ignores TIME_WAIT leftovers (seekdb sets it too) but still fails
-        # on a listening socket.
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("0.0.0.0", port))
-        except OSError:
-            return True
-        return False
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
-    except (OSError, ValueError):
-        return False
-
-
-def _pid_alive(pid: int) -> bool:
-    """True if ``pid`` runs and is not a zombie (an orphaned, unreaped seekdb counts as
-    stopped: containers often run a PID 1 that never reaps)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
-
-
-def _is_our_seekdb(pid: int, base_dir: Path) -> bool:
-    """Guard against a stale pid file whose pid now belongs to another program."""
-    try:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return _pid_alive(pid)  # no /proc: trust the pid file
-    args = [a.decode(errors="replace") for a in argv]
-    return bool(args) and args[0].endswith("seekdb") and str(base_dir) in args
-
-
 def _tail(path: Path, lines: int, max_bytes: int = 256 * 1024) -> list[str]:
     try:
         with path.open("rb") as fh:
@@ -256,73 +214,6 @@ def _log_tail(base_dir: Path) -> str:
     if errors:
         parts += [f"--- errors from {base_dir / 'log' / 'seekdb.log'} ---", *errors]
     return "\n".join(parts)
-
-
-def _set_parent_death_signal() -> None:
-    """Runs in the child between fork and exec: ask Linux to SIGKILL seekdb if the
-    thread that started it dies (covers a test process killed with SIGKILL, where
-    atexit never runs)."""
-    import ctypes
-
-    PR_SET_PDEATHSIG = 1
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _private_files() -> None:
-    """In the child: everything seekdb creates (data, logs, socket) is owner-only."""
-    os.umask(0o077)
-
-
-def _private_files_and_death_signal() -> None:
-    _private_files()
-    _set_parent_death_signal()
-
-
-# A network namespace of its own with a veth pair (seekdb refuses to start when the
-# only interface is lo); both ends stay inside, so nothing can reach the server or be
-# reached from it. 198.51.100.0/24 is TEST-NET-2 (documentation addresses).
-_NAMESPACE_SETUP = ("ip link set lo up && ip link add pc0 type veth peer name pc1 && "
-                    "ip addr add 198.51.100.7/32 dev pc0 && ip link set pc0 up && ip link set pc1 up")
-_namespace_prefix_cache: list[list[str] | None] = []
-
-
-def _namespace_prefix() -> list[str] | None:
-    """The argv prefix that runs a command in a private network namespace, or None if
-    this machine does not allow one (probed once per process)."""
-    if _namespace_prefix_cache:
-        return _namespace_prefix_cache[0]
-    import shutil
-
-    found = None
-    if sys.platform.startswith("linux") and shutil.which("unshare") and shutil.which("ip"):
-        candidates = [["unshare", "--net"]] if os.geteuid() == 0 else []
-        candidates.append(["unshare", "--user", "--map-root-user", "--net"])
-        for prefix in candidates:
-            try:
-                probe = subprocess.run([*prefix, "sh", "-c", _NAMESPACE_SETUP], capture_output=True, timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                continue
-            if probe.returncode == 0:
-                found = [*prefix, "sh", "-c", _NAMESPACE_SETUP + ' && exec "$@"', "seekdb-netns"]
-                break
-    _namespace_prefix_cache.append(found)
-    return found
-
-
-def _new_password() -> str:
-    import secrets
-
-    return secrets.token_urlsafe(24)  # 32 characters of [A-Za-z0-9_-]: URL-safe as is
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to a new 0600 file, atomically."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 # Servers this process started (not detached). A strong set, so a server whose object
@@ -400,7 +291,7 @@ class SeekdbServer:
     def running(self) -> bool:
         if self._proc is not None:
             return self._proc.poll() is None
-        return self._pid is not None and _pid_alive(self._pid)
+        return self._pid is not None and pid_alive(self._pid)
 
     @property
     def url(self) -> str:
@@ -430,7 +321,7 @@ class SeekdbServer:
         if self.allow:
             return self.allow
         nodes = ["127.0.0.1"]
-        if not _is_loopback(self.host):
+        if not is_loopback(self.host):
             nodes.append(socket.gethostbyname(self.host))
         return ",".join(nodes)
 
@@ -481,7 +372,7 @@ class SeekdbServer:
             port = int((base / PORT_FILE).read_text().strip())
         except (OSError, ValueError):
             return None
-        if not (_pid_alive(pid) and _is_our_seekdb(pid, base)):
+        if not (pid_alive(pid) and is_our_seekdb(pid, base)):
             return None
         server = cls(base, port=port, host=host, detach=True)
         server._pid = pid
@@ -507,8 +398,8 @@ class SeekdbServer:
                 f"{self.base_dir}; use SeekdbServer.attach() or stop it first"
             )
         if self.port is None:
-            self.port = _free_port()
-        elif _port_in_use(self.port):
+            self.port = free_port()
+        elif port_in_use(self.port):
             raise SeekdbStartError(f"port {self.port} is already in use; pass another port or port=None")
 
         began = time.monotonic()
@@ -516,8 +407,8 @@ class SeekdbServer:
         self._timeout = timeout
         self.lockdown = self.exposure_seconds = None
         if not self.password:
-            _write_private(self.password_file, _new_password() + "\n")
-            prefix = _namespace_prefix() if self.isolate_bootstrap in (None, True) else None
+            write_private(self.password_file, new_password() + "\n")
+            prefix = namespace_prefix() if self.isolate_bootstrap in (None, True) else None
             if self.isolate_bootstrap and prefix is None:
                 raise SeekdbStartError("isolate_bootstrap=True, but this machine cannot create a network namespace")
             if prefix is not None:
@@ -530,8 +421,8 @@ class SeekdbServer:
         self._launch([])
         self._wait_ready(deadline, isolated=False)
         self.startup_seconds = time.monotonic() - began
-        _write_private(self.base_dir / PID_FILE, f"{self._proc.pid}\n")
-        _write_private(self.base_dir / PORT_FILE, f"{self.port}\n")
+        write_private(self.base_dir / PID_FILE, f"{self._proc.pid}\n")
+        write_private(self.base_dir / PORT_FILE, f"{self.port}\n")
         return self
 
     def _launch(self, prefix: list[str]) -> None:
@@ -557,7 +448,7 @@ class SeekdbServer:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # own process group: terminal/kernel SIGINT stays with us
-                    preexec_fn=_private_files_and_death_signal if use_pdeathsig else _private_files,
+                    preexec_fn=private_files_and_death_signal if use_pdeathsig else private_files,
                 )
             except OSError as exc:
                 raise SeekdbStartError(f"could not launch {argv[0]}: {exc}") from exc
@@ -704,51 +595,10 @@ def ensure_server(base_dir: str | os.PathLike[str], **kwargs: Any) -> tuple[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m powercontext.backends.seekdb start|stop|status``.
+    """``python -m powercontext.backends.seekdb start|stop|status`` (see ``seekdb_cli``)."""
+    from .seekdb_cli import run  # the CLI imports this module: resolve it on use
 
-    ``start`` leaves the server running after the CLI exits (no atexit, no parent-death
-    signal) and prints, like Jupyter's token URL, a URL to paste into ``pc.open`` as
-    is: ``oceanbase://root:PASSWORD@127.0.0.1:PORT/pc`` (the password is the one in
-    ``DIR/root.password``, shown only on this terminal). ``status`` prints the same URL
-    and exits 0 if running, 3 if stopped.
-    """
-    parser = argparse.ArgumentParser(prog="python -m powercontext.backends.seekdb",
-                                     description="Run a local seekdb (OceanBase kernel) server.")
-    parser.add_argument("command", choices=("start", "stop", "status"))
-    parser.add_argument("--dir", default=str(DEFAULT_DIR), help=f"base directory (default {DEFAULT_DIR})")
-    parser.add_argument("--port", type=int, default=None, help="MySQL port (default: a free one)")
-    parser.add_argument("--memory-budget", default="2G", help="seekdb memory_budget (default 2G)")
-    parser.add_argument("--timeout", type=float, default=60, help="seconds to wait for start/stop")
-    args = parser.parse_args(argv)
-
-    base = Path(args.dir).expanduser().resolve()
-    running = SeekdbServer.attach(base)
-    if args.command == "status":
-        if running is None:
-            print(f"stopped dir={base}")
-            return 3
-        print(f"running {running.url_for(CLI_DATABASE)} pid={running.pid} dir={base}")
-        return 0
-    if args.command == "stop":
-        if running is not None:
-            running.stop(timeout=args.timeout)
-        print(f"stopped dir={base}")
-        return 0
-    if running is not None:
-        print(f"seekdb already running: pid {running.pid}, dir {base}")
-        print(running.url_for(CLI_DATABASE))
-        return 0
-    server = SeekdbServer(base, port=args.port, memory_budget=args.memory_budget, detach=True)
-    try:
-        server.start(timeout=args.timeout)
-    except SeekdbStartError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    how = {"namespace": ", locked down before any network client could connect",
-           "socket": f", root had no password for {server.exposure_seconds or 0:.3f} s"}.get(server.lockdown or "", "")
-    print(f"seekdb running: pid {server.pid}, port {server.port}, dir {base}{how}")
-    print(server.url_for(CLI_DATABASE))
-    return 0
+    return run(argv)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from powercontext.backends.seekdb import PASSWORD_FILE, SeekdbServer, _free_port
+from powercontext.backends.seekdb import PASSWORD_FILE, SeekdbServer
+from powercontext.backends.seekdb_os import free_port
 
 
 @pytest.fixture
@@ -33,7 +34,7 @@ def server_dir(tmp_path):
 def test_no_password_less_tcp_login_during_a_fresh_start(server_dir):
     """A prober hammers the port with root + empty password from before the launch
     until after start() returned: it must never get in."""
-    port = _free_port()
+    port = free_port()
     server = SeekdbServer(server_dir, port=port)
     logins, answers, done = [], [], threading.Event()
 

@@ -1,0 +1,59 @@
+"""The seekdb launcher's command line: ``python -m powercontext.backends.seekdb``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .seekdb import CLI_DATABASE, DEFAULT_DIR, SeekdbServer, SeekdbStartError
+
+__all__ = ["run"]
+
+
+def run(argv: list[str] | None = None) -> int:
+    """``python -m powercontext.backends.seekdb start|stop|status``.
+
+    ``start`` leaves the server running after the CLI exits (no atexit, no parent-death
+    signal) and prints, like Jupyter's token URL, a URL to paste into ``pc.open`` as
+    is: ``oceanbase://root:PASSWORD@127.0.0.1:PORT/pc`` (the password is the one in
+    ``DIR/root.password``, shown only on this terminal). ``status`` prints the same URL
+    and exits 0 if running, 3 if stopped.
+    """
+    parser = argparse.ArgumentParser(prog="python -m powercontext.backends.seekdb",
+                                     description="Run a local seekdb (OceanBase kernel) server.")
+    parser.add_argument("command", choices=("start", "stop", "status"))
+    parser.add_argument("--dir", default=str(DEFAULT_DIR), help=f"base directory (default {DEFAULT_DIR})")
+    parser.add_argument("--port", type=int, default=None, help="MySQL port (default: a free one)")
+    parser.add_argument("--memory-budget", default="2G", help="seekdb memory_budget (default 2G)")
+    parser.add_argument("--timeout", type=float, default=60, help="seconds to wait for start/stop")
+    args = parser.parse_args(argv)
+
+    base = Path(args.dir).expanduser().resolve()
+    running = SeekdbServer.attach(base)
+    if args.command == "status":
+        if running is None:
+            print(f"stopped dir={base}")
+            return 3
+        print(f"running {running.url_for(CLI_DATABASE)} pid={running.pid} dir={base}")
+        return 0
+    if args.command == "stop":
+        if running is not None:
+            running.stop(timeout=args.timeout)
+        print(f"stopped dir={base}")
+        return 0
+    if running is not None:
+        print(f"seekdb already running: pid {running.pid}, dir {base}")
+        print(running.url_for(CLI_DATABASE))
+        return 0
+    server = SeekdbServer(base, port=args.port, memory_budget=args.memory_budget, detach=True)
+    try:
+        server.start(timeout=args.timeout)
+    except SeekdbStartError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    how = {"namespace": ", locked down before any network client could connect",
+           "socket": f", root had no password for {server.exposure_seconds or 0:.3f} s"}.get(server.lockdown or "", "")
+    print(f"seekdb running: pid {server.pid}, port {server.port}, dir {base}{how}")
+    print(server.url_for(CLI_DATABASE))
+    return 0
