@@ -192,6 +192,21 @@ class Corpus:
         return tuple(q for q in self.queries if q.split == name)
 
 
+#: Where the bundled corpora live: the project's datasets/ folder next to this package
+#: (an editable install or a checkout). ``bundled()`` finds a corpus by its bare name
+#: there, so ``--dataset atlas-etl`` works from any working directory.
+BUNDLED_ROOT = Path(__file__).resolve().parent.parent / "datasets"
+
+
+def bundled(name: str | Path) -> Path | None:
+    """The bundled corpus called ``name`` (a bare name like ``atlas-etl``), or None."""
+    name = str(name)
+    if not name or "/" in name or "\\" in name or name in (".", ".."):
+        return None
+    path = BUNDLED_ROOT / name
+    return path if (path / MEMORIES_FILE).is_file() else None
+
+
 def discover(root: str | Path = "datasets") -> list[Path]:
     """The corpora under ``root``: every sub-folder holding a memories.jsonl."""
     root = Path(root)

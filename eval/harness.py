@@ -45,7 +45,7 @@ from .collect import Collected, collect
 from .compare import explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
 from .crossval import crossvalidate, fold_count, fold_groups, summarise
 from .databases import EvalError
-from .datasets import discover
+from .datasets import BUNDLED_ROOT, bundled, discover
 from .progress import bar
 from .recommend import Objective, choose, choose_joint, sensitivity
 from .retrieval import channels_of
@@ -74,10 +74,17 @@ def resolve_datasets(datasets: Any = None, root: str | Path = "datasets") -> lis
         return found
     if isinstance(datasets, (str, Path)):
         datasets = [datasets]
-    paths = [Path(d) for d in datasets]
-    for p in paths:
+    paths = []
+    for d in datasets:
+        p = Path(d)
+        if not p.is_dir() and bundled(d) is not None:  # a bare bundled name, from any directory
+            p = bundled(d)
         if not p.is_dir():
-            raise EvalError(f"{p}: no such dataset folder (expected datasets/<corpus>/ with memories.jsonl)")
+            names = ", ".join(q.name for q in discover(BUNDLED_ROOT))
+            hint = f"; bundled corpora by name: {names}" if names else ""
+            raise EvalError(f"{p}: no such dataset folder in {Path.cwd()} (expected a corpus folder with "
+                            f"memories.jsonl{hint})")
+        paths.append(p)
     return paths
 
 

@@ -9,20 +9,24 @@ Subcommands (``%pcmem help``; ``%pcmem NAME --help`` for one):
 
 * ``open`` TARGET | --seekdb [DIR] [--embedding minilm] / ``close`` / ``status``
 * ``memories`` — every Memory with its head Revision and entry counts
-* ``remember`` [--memory REF] --kind KIND "text" (cell form: one entry per paragraph;
-  --entry ENTRY_ID revises) / ``forget`` and ``reactivate`` ENTRY_ID… --reason R
+* ``use`` [REF] — make a Memory current (no REF: show the current one)
+* ``remember`` [--memory REF | --new] --kind KIND "text" (cell form: one entry per
+  paragraph; --entry ENTRY_ID revises) — writes to the current Memory; the first
+  ``remember`` creates it / ``forget`` and ``reactivate`` ENTRY_ID… --reason R
 * ``patch`` ENTRY_ID --old "fragment" --new "replacement" — replace one unique fragment
-* ``manifest`` REF[@REV] [--diff] / ``lineage`` ENTRY_ID / ``changes`` REF --since N
-* ``verify`` REF — check a Memory's whole history against its hashes, list mismatches
+* ``manifest`` [REF[@REV]] [--diff] / ``lineage`` ENTRY_ID / ``changes`` [REF] --since N
+* ``verify`` [REF] — check a Memory's whole history against its hashes, list mismatches
 * ``search`` "query" [--memory REF…] [--mode fts|vector|hybrid|auto] [--limit N]
   [--explain] [--fts-min-terms N --fts-min-coverage X --vector-min-cosine X]
-* ``eval`` --dataset PATH [--backends sqlite,oceanbase] — the harness summary
+* ``eval`` --dataset PATH|NAME [--backends sqlite,oceanbase] — the harness summary, with
+  a progress bar (a bundled corpus by name: ``--dataset atlas-etl``)
 * ``inspect`` manifest|lineage|admission REF… — the widgets on the open database
 * ``runtime`` open|capture|flush|journal|bindings|status|inspect|close — the local Runtime
   (RFC 001): scoped Sources, windows, the JournalInspector
 
 REF is a ``mem_art_…`` id, an unambiguous prefix of one, or ``ID@REV``; without
-``@REV`` the current head is used. Reads return DataFrames, writes the new
+``@REV`` the current head is used; where REF is optional it defaults to the current
+Memory. Only ``remember`` and ``runtime`` have a ``%%pcmem`` cell form. Reads return DataFrames, writes the new
 MemoryRevision; ``-o NAME`` also stores the result. Options: ``%config PcMem``.
 ``current_service()`` returns the MemoryService the magics opened, for the widgets in
 ``powercontext.magics.widgets`` or for direct calls via ``current_runner().run(...)``.

@@ -25,7 +25,7 @@ from traitlets import Enum, Float, Int, Unicode, observe
 from powercontext import AdmissionPolicy
 from powercontext.backends.seekdb import DEFAULT_DIR
 
-from . import reads, runtime, tables, writes
+from . import reads, refs, runtime, tables, writes
 from .display import result_summary
 from .errors import PcMemUserError, as_usage_errors
 from .session import Session
@@ -106,12 +106,14 @@ class PcMem(Magics):
                 raise UsageError(f"%pcmem {name}: {exc} (check the quotes)") from None
             if "-h" in argv or "--help" in argv:
                 return self._help(name)
+            if cell is not None and not method.takes_cell:  # before parsing: its complaint would mislead
+                cells = ", ".join(f"%%pcmem {n}" for n in sorted(self.commands) if self.commands[n].takes_cell)
+                raise UsageError(f"%%pcmem {name} has no cell form (only {cells} have one); "
+                                 f"use the line magic %pcmem {name} …")
             try:
                 args = method.parser.parse_args(argv)
             except UsageError as exc:
                 raise UsageError(f"%pcmem {name}: {exc} (see %pcmem {name} --help)") from None
-            if cell is not None and not method.takes_cell:
-                raise UsageError(f"%%pcmem {name} has no cell form; use the line magic %pcmem {name}")
             result = method(args, cell)
             if getattr(args, "output", None) and result is not None:
                 self.shell.user_ns[args.output] = result
@@ -176,7 +178,7 @@ class PcMem(Magics):
     @subcommand("status")
     @output
     def _status(self, args, cell):
-        """Backend, capabilities, embedding profile and known Memories."""
+        """Backend, capabilities, embedding profile, known Memories and the current one."""
         facts = self.session.describe()
         return pd.DataFrame({"value": [str(v) for v in facts.values()]}, index=pd.Index(list(facts), name="field"))
 
@@ -187,12 +189,34 @@ class PcMem(Magics):
         """Every Memory: id, head Revision, active and inactive entry counts."""
         return tables.memories_frame(self.run(reads.heads(self.svc)))
 
+    @magic_arguments()
+    @subcommand("use")
+    @argument("ref", nargs="?", default=None, metavar="REF", help="Memory id or unambiguous prefix (none: show the current one)")
+    def _use(self, args, cell):
+        """Make a Memory current: `remember` then writes to it and `manifest`, `changes`
+        and `verify` read it when no REF is given."""
+        if args.ref is None:
+            print(f"current Memory: {self.session.describe()['current']}")
+            return None
+        head = self.run(refs.resolve_head(self.svc, args.ref))
+        self.session.current = head.artifact_id
+        m = head.manifest
+        print(f"current Memory: {head.ref} · {len(m.active)} active · {len(m.inactive)} inactive")
+        return None
+
     # ------------------------------------------------------------------ writes
+
+    def _keep(self, args, value) -> None:
+        """``-o NAME`` for a subcommand that displays nothing (its result is None)."""
+        if getattr(args, "output", None):
+            self.shell.user_ns[args.output] = value
 
     @magic_arguments()
     @subcommand("remember", cell=True)
     @argument("text", nargs="*", help="the entry text (quote it); the cell form takes one entry per paragraph")
-    @argument("--memory", "-m", default=None, metavar="REF", help="Memory to write to (default: create a new Memory)")
+    @argument("--memory", "-m", default=None, metavar="REF",
+              help="Memory to write to (default: the current Memory; the first remember creates it)")
+    @argument("--new", action="store_true", help="create a new Memory (it becomes the current one)")
     @argument("--kind", "-k", default=None, help="entry kind: fact, preference, decision, constraint, working_note …")
     @argument("--entry", default=None, metavar="ENTRY_ID", help="revise this entry instead of adding one")
     @argument("--source", action="append", default=[], metavar="NAME", help="persisted Source to cite as evidence")
@@ -203,13 +227,33 @@ class PcMem(Magics):
         texts = writes.paragraphs(cell) if cell is not None else [" ".join(args.text)]
         if cell is not None and args.text:
             raise PcMemUserError("the cell form takes the text from the cell body; drop the text on the magic line")
+        if args.new and (args.memory or args.entry):
+            raise PcMemUserError("--new creates a Memory: drop --memory/--entry, or drop --new to write to that Memory")
+        memory, note = args.memory, None
+        if memory is None and args.entry is None:
+            memory, note = self.session.write_target(new=args.new)
+        self.session.warm_model()
         revision, changed = self.run(writes.remember(
-            self.svc, texts, kind=args.kind or self.kind, memory=args.memory, entry=args.entry,
+            self.svc, texts, kind=args.kind or self.kind, memory=memory, entry=args.entry,
             sources=args.source, reason=args.reason,
         ))
+        if note:
+            print(note)
+        if memory is None and args.entry is None:
+            self.session.current = revision.artifact_id
+            print(f"created {revision.artifact_id} (now current; `%pcmem use REF` to switch)")
         if not changed:
-            print(f"unchanged: {revision.ref} already holds exactly that")
+            return self._unchanged(args, revision, "it already holds exactly that")
         return revision
+
+    def _unchanged(self, args, head, why: str) -> None:
+        """A no-op write: say so and show the head it left alone. Returning that
+        Revision would display its own change list, which reads like what just happened."""
+        m = head.manifest
+        print(f"unchanged: {why}; no new Revision — the head stays {head.ref} · {len(m.active)} active · "
+              f"{len(m.inactive)} inactive")
+        self._keep(args, head)
+        return None
 
     @magic_arguments()
     @subcommand("patch")
@@ -222,13 +266,18 @@ class PcMem(Magics):
     @output
     def _patch(self, args, cell):
         """Revise an entry by replacing one unique fragment; returns the new Revision."""
+        self.session.warm_model()
         return self.run(writes.patch(self.svc, args.entry, args.old, args.new, memory=args.memory,
                                      sources=args.source, reason=args.reason))
 
     def _set_state(self, op: str, args):
+        if op == "reactivate":
+            self.session.warm_model()  # a reactivated entry is embedded again
         revision, changed = self.run(writes.set_state(self.svc, op, args.entries, memory=args.memory, reason=args.reason))
         if not changed:
-            print(f"unchanged: the entries already have that state in {revision.ref}")
+            state = "inactive" if op == "forget" else "active"
+            these = "the entry is" if len(args.entries) == 1 else "the entries are"
+            return self._unchanged(args, revision, f"{these} already {state}")
         return revision
 
     @magic_arguments()
@@ -255,15 +304,17 @@ class PcMem(Magics):
 
     @magic_arguments()
     @subcommand("manifest")
-    @argument("ref", metavar="REF", help="Memory id, prefix or ID@REV (default: the head)")
+    @argument("ref", nargs="?", default=None, metavar="REF",
+              help="Memory id, prefix or ID@REV (default: the current Memory); without @REV its head")
     @argument("--diff", action="store_true", help="only the rows that changed since the previous Revision")
     @argument("--state", choices=["all", "active", "inactive"], default="all")
     @output
     def _manifest(self, args, cell):
         """The manifest of a Revision: entry_id, version, state, kind, text, hash."""
+        ref = self.session.current_ref(args.ref, "manifest of which Memory?")
         if args.diff:
-            return self.run(reads.manifest_diff(self.svc, args.ref, hash_width=self.hash_width, **self._width()))
-        return self.run(reads.manifest(self.svc, args.ref, state=args.state, hash_width=self.hash_width, **self._width()))
+            return self.run(reads.manifest_diff(self.svc, ref, hash_width=self.hash_width, **self._width()))
+        return self.run(reads.manifest(self.svc, ref, state=args.state, hash_width=self.hash_width, **self._width()))
 
     @magic_arguments()
     @subcommand("lineage")
@@ -276,21 +327,24 @@ class PcMem(Magics):
 
     @magic_arguments()
     @subcommand("changes")
-    @argument("ref", metavar="REF", help="Memory id, prefix or ID@REV")
+    @argument("ref", nargs="?", default=None, metavar="REF",
+              help="Memory id, prefix or ID@REV (default: the current Memory's head)")
     @argument("--since", type=int, default=None, metavar="N",
               help="Revisions after N (0 = whole history; default: only REF's Revision)")
     @output
     def _changes(self, args, cell):
         """Compact per-Revision changes."""
-        return self.run(reads.changes(self.svc, args.ref, args.since))
+        ref = self.session.current_ref(args.ref, "changes of which Memory?")
+        return self.run(reads.changes(self.svc, ref, args.since))
 
     @magic_arguments()
     @subcommand("verify")
-    @argument("ref", metavar="REF", help="Memory id or prefix (its whole history is checked)")
+    @argument("ref", nargs="?", default=None, metavar="REF",
+              help="Memory id or prefix (default: the current Memory); its whole history is checked")
     @output
     def _verify(self, args, cell):
         """Check a Memory's whole history against its hashes; one row per mismatch."""
-        return self.run(reads.verify(self.svc, args.ref))
+        return self.run(reads.verify(self.svc, self.session.current_ref(args.ref, "verify which Memory?")))
 
     @observe("fts_min_terms", "fts_min_coverage", "vector_min_cosine")
     def _thresholds_changed(self, change) -> None:
@@ -320,7 +374,7 @@ class PcMem(Magics):
     @argument("query", nargs="+", help="the query (quote it)")
     @memory_refs
     @argument("--mode", choices=MODES, default=None, help="default PcMem.mode")
-    @argument("--limit", type=int, default=None, help="default PcMem.limit")
+    @argument("--limit", type=int, default=None, help="hits at most, ≥ 1 (default PcMem.limit)")
     @argument("--explain", action="store_true",
               help="every retrieved candidate per channel with its signals, admitted or rejected and why")
     @argument("--fts-min-terms", type=int, default=None, metavar="N")
@@ -329,9 +383,13 @@ class PcMem(Magics):
     @output
     def _search(self, args, cell):
         """Search Memories at their heads; hits, or with --explain every admission decision."""
+        mode = args.mode or self.mode
+        if mode != "fts":
+            self.session.warm_model()
         result, frame = self.run(reads.search(
-            self.svc, " ".join(args.query), args.memory, mode=args.mode or self.mode,
-            limit=args.limit or self.limit, policy=self._policy(args), explain=args.explain, **self._width(),
+            self.svc, " ".join(args.query), args.memory, mode=mode,
+            limit=self.limit if args.limit is None else args.limit,  # 0 is refused like -3, not replaced
+            policy=self._policy(args), explain=args.explain, **self._width(),
         ))
         extra = f" · {len(frame)} candidates, {int(frame['admitted'].sum())} admitted" if args.explain else ""
         print(result_summary(result) + extra)
@@ -341,18 +399,24 @@ class PcMem(Magics):
 
     @magic_arguments()
     @subcommand("eval")
-    @argument("--dataset", required=True, metavar="PATH", help="a datasets/<corpus> directory")
+    @argument("--dataset", required=True, metavar="PATH",
+              help="a corpus folder, or a bundled corpus by name (atlas-etl, harbor-web, tidewater-cli)")
     @argument("--backends", default="sqlite", help="comma separated: sqlite,oceanbase")
+    @argument("--no-progress", action="store_true", help="no progress bars (they go to stderr)")
     @output
     def _eval(self, args, cell):
         """Run the threshold-evaluation harness and return its summary."""
         try:
+            from powercontext.eval.databases import EvalError
             from powercontext.eval.harness import summary
         except ImportError:
-            print("the evaluation harness (powercontext.eval.harness.summary) is not available yet")
+            print("the evaluation harness needs the eval extra: pip install 'powercontext[eval]'")
             return None
         backends = [b.strip() for b in args.backends.split(",") if b.strip()]
-        return summary(args.dataset, backends=backends)
+        try:
+            return summary(args.dataset, backends=backends, progress=not args.no_progress)
+        except EvalError as exc:  # a missing folder, an unreachable server: the user's to fix
+            raise PcMemUserError(f"eval: {exc}") from None
 
     @magic_arguments()
     @subcommand("inspect")

@@ -15,7 +15,7 @@ from powercontext import ArtifactNotFoundError, ArtifactRef, MemoryRevision
 
 from .errors import PcMemUserError
 
-__all__ = ["MemorySpec", "parse_memory", "resolve_memory", "resolve_memories", "locate_entry", "EntryLocation"]
+__all__ = ["MemorySpec", "parse_memory", "resolve_memory", "resolve_head", "resolve_memories", "locate_entry", "EntryLocation"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,15 @@ async def resolve_memory(svc, text: Any) -> MemoryRevision:
     if spec.revision > head.revision:
         raise PcMemUserError(f"Memory {artifact_id} has no Revision {spec.revision} (head is {head.revision})")
     return await svc.revision(ArtifactRef(artifact_id, spec.revision))
+
+
+async def resolve_head(svc, text: Any) -> MemoryRevision:
+    """The head of the Memory a REF names; an ``@REV`` is refused (a current Memory
+    follows its head, it is not pinned to one Revision)."""
+    spec = parse_memory(text)
+    if spec.revision is not None:
+        raise PcMemUserError(f"`%pcmem use` takes a Memory, not a Revision: drop @{spec.revision} (writes go to the head)")
+    return await svc.head(await _artifact_id(svc, spec.text))
 
 
 async def resolve_memories(svc, texts: Iterable[Any] = ()) -> tuple[MemoryRevision, ...]:

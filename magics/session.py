@@ -1,5 +1,5 @@
-"""The database the magics have open: one MemoryService on the private loop, plus the
-local seekdb server if ``open --seekdb`` started it."""
+"""The database the magics have open: one MemoryService on the private loop, the
+local seekdb server if ``open --seekdb`` started it, and the current Memory."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from typing import Any, Awaitable, TypeVar
 from urllib.parse import urlparse, urlunparse
 
 import powercontext as pc
-
-from .errors import PcMemUserError
+from powercontext.errors import EmbeddingUnavailableError
 from powercontext.loop import LoopRunner, default_runner
 from powercontext.redaction import redact
+
+from .errors import PcMemUserError
 
 __all__ = ["Session", "redact", "with_database"]
 
@@ -32,6 +33,9 @@ class Session:
         self.target: str | None = None
         self.server: Any = None  # a SeekdbServer this session started (stopped on close)
         self.server_url: str | None = None
+        # The current Memory (an artifact id): where `remember` without --memory writes,
+        # and what `manifest`/`changes`/`verify` read without REF. Per open database.
+        self.current: str | None = None
 
     def run(self, awaitable: Awaitable[T]) -> T:
         return self.runner.run(awaitable)
@@ -63,7 +67,7 @@ class Session:
         return self.open(with_database(self.server_url, database), embedding)
 
     def close_service(self) -> bool:
-        svc, self.svc, self.target = self.svc, None, None
+        svc, self.svc, self.target, self.current = self.svc, None, None, None
         if svc is None:
             return False
         self.run(svc.close())
@@ -77,6 +81,46 @@ class Session:
             closed = True
         self.server = self.server_url = None
         return closed
+
+    # ------------------------------------------------------------------ the current Memory
+
+    def write_target(self, new: bool = False) -> tuple[str | None, str | None]:
+        """Where `remember` without --memory writes: ``(artifact id or None to create
+        one, the note to print)``. The current Memory if there is one; else the
+        database's only Memory (adopted); else a new Memory when there is none.
+        Several Memories and none current is refused: guessing would scatter entries."""
+        if new or self.current is not None:
+            return (None if new else self.current), None
+        refs = self.run(self.service.memories())
+        if not refs:
+            return None, None
+        if len(refs) == 1:
+            self.current = refs[0].artifact_id
+            return self.current, f"writing to {self.current}, the only Memory here (now current; `%pcmem use REF` to switch)"
+        raise PcMemUserError(
+            f"this database has {len(refs)} Memories and none is current: `%pcmem use REF` picks one "
+            "(`%pcmem memories` lists them), `--memory REF` writes to one, `--new` creates another"
+        )
+
+    def current_ref(self, ref: Any, what: str) -> Any:
+        """``ref`` as given, else the current Memory (its head), else a one-line error."""
+        if ref is not None:
+            return ref
+        if self.current is None:
+            raise PcMemUserError(f"{what}: give a Memory REF (`%pcmem memories` lists them) or pick one with `%pcmem use REF`")
+        return self.current
+
+    def warm_model(self) -> None:
+        """Load the embedding model before the first call that needs it, and say so:
+        the first load costs ~10 s, which silently looks like a hang."""
+        model = getattr(self.svc, "embedding", None)
+        if model is None or getattr(model, "loaded", True) or self.svc.backend.embedding_profile is None:
+            return
+        print(f"loading {getattr(model, 'name', 'the embedding model')} …", flush=True)
+        try:
+            model.load()
+        except EmbeddingUnavailableError:
+            pass  # the write commits full-text only and the service logs why
 
     # ------------------------------------------------------------------ facts
 
@@ -94,5 +138,13 @@ class Session:
             "hybrid": caps.hybrid,
             "embedding": f"{profile.profile_id} ({profile.model}, {profile.dimension} dims)" if profile else "none",
             "memories": len(heads),
+            "current": self._current_line(),
             "server": f"seekdb pid {self.server.pid} port {self.server.port}" if self.server is not None else "",
         }
+
+    def _current_line(self) -> str:
+        if self.current is None:
+            return "none (the first `%pcmem remember` creates one; `%pcmem use REF` picks one)"
+        head = self.run(self.service.head(self.current))
+        m = head.manifest
+        return f"{head.ref} · {len(m.active)} active · {len(m.inactive)} inactive"

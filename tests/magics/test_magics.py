@@ -9,6 +9,7 @@ import shutil
 import sys
 import threading
 import types
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -96,8 +97,11 @@ def test_duplicate_remember_says_unchanged(shell, sqlite_target, capsys):
     run(shell, f"%pcmem open {sqlite_target}")
     mid = remember_three(shell)
     capsys.readouterr()
-    again = run(shell, f'%pcmem remember --memory {mid} --kind preference "{PUSH}"')
-    assert again.revision == 2 and "unchanged" in capsys.readouterr().out
+    again = run(shell, f'%pcmem remember --memory {mid} --kind preference "{PUSH}" -o again')
+    out = capsys.readouterr().out
+    # nothing to display (a Revision would show its own old changes), the head kept in -o
+    assert again is None and shell.user_ns["again"].revision == 2
+    assert out.strip() == f"unchanged: it already holds exactly that; no new Revision — the head stays {mid}@2 · 3 active · 0 inactive"
 
 
 def test_options_are_traitlets_set_with_config(shell, sqlite_target):
@@ -168,7 +172,7 @@ def test_help_lists_every_subcommand_and_the_package_docs_name_them(shell, capsy
     commands = sorted(magics.current_magics(shell).commands)
     assert commands == sorted(
         ["open", "close", "status", "memories", "remember", "patch", "forget", "reactivate", "manifest",
-         "lineage", "changes", "verify", "search", "eval", "inspect", "runtime"]
+         "lineage", "changes", "verify", "search", "eval", "inspect", "runtime", "use"]
     )
     for name in commands:
         assert f"%pcmem {name}" in out
@@ -188,11 +192,24 @@ def test_eval_calls_the_harness_summary(shell, monkeypatch):
     calls = []
     summary_frame = pd.DataFrame({"backend": ["sqlite"], "ndcg@8": [0.5]})
     harness = types.ModuleType("powercontext.eval.harness")
-    harness.summary = lambda dataset, backends: calls.append((dataset, backends)) or summary_frame
+    harness.summary = lambda dataset, backends, progress: calls.append((dataset, backends, progress)) or summary_frame
     monkeypatch.setitem(sys.modules, "powercontext.eval.harness", harness)
     result = run(shell, "%pcmem eval --dataset datasets/harbor-web --backends sqlite,oceanbase -o summary")
     assert result is summary_frame and shell.user_ns["summary"] is summary_frame
-    assert calls == [("datasets/harbor-web", ["sqlite", "oceanbase"])]
+    run(shell, "%pcmem eval --dataset harbor-web --no-progress")
+    # progress bars by default (tqdm.auto: a notebook bar in Jupyter, text on stderr elsewhere)
+    assert calls == [("datasets/harbor-web", ["sqlite", "oceanbase"], True), ("harbor-web", ["sqlite"], False)]
+
+
+def test_a_bare_bundled_corpus_name_resolves_from_any_directory(tmp_path, monkeypatch):
+    from powercontext.eval.datasets import BUNDLED_ROOT
+    from powercontext.eval.harness import resolve_datasets
+
+    monkeypatch.chdir(tmp_path)
+    assert resolve_datasets("atlas-etl") == [BUNDLED_ROOT / "atlas-etl"]
+    assert (BUNDLED_ROOT / "atlas-etl" / "memories.jsonl").is_file()
+    (tmp_path / "atlas-etl").mkdir()  # a folder of that name here wins: a path means what it says
+    assert resolve_datasets("atlas-etl") == [Path("atlas-etl")]
 
 
 def test_eval_without_harness_prints_one_line(shell, monkeypatch, capsys):
@@ -200,7 +217,7 @@ def test_eval_without_harness_prints_one_line(shell, monkeypatch, capsys):
     capsys.readouterr()
     assert run(shell, "%pcmem eval --dataset datasets/harbor-web") is None
     out = capsys.readouterr().out.strip()
-    assert out.count("\n") == 0 and "not available yet" in out
+    assert out.count("\n") == 0 and "needs the eval extra" in out
 
 
 @pytest.mark.parametrize("widget", ["manifest", "lineage", "admission"])

@@ -65,7 +65,9 @@ def test_notebook_runs_the_magics_and_widgets_in_a_real_kernel(tmp_path, target)
 
     opened = "".join(o.get("text", "") for o in out[1])
     assert opened.startswith("opened ") and "0 Memories" in opened
-    revision = out[2][0]["data"]
+    created = "".join(o.get("text", "") for o in out[2] if o["output_type"] == "stream")
+    assert created.startswith("created mem_art_") and "(now current; `%pcmem use REF` to switch)" in created
+    (revision,) = [o["data"] for o in out[2] if "data" in o]
     assert "MemoryRevision" in revision["text/html"] and revision["text/plain"].startswith("MemoryRevision mem_art_")
     assert "<table" in out[5][0]["data"]["text/html"] and "user_requested" in out[5][0]["data"]["text/html"]
     # stdout may arrive as several stream messages under load: read the cell's text and its display apart
