@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from .errors import (
+    AnalyzerMismatchError,
     ArtifactNotFoundError,
     BackendUnavailableError,
     CapabilityNotSupportedError,
@@ -50,7 +51,7 @@ from .model import (
 from .opening import open
 
 __all__ = [
-    "AdmissionPolicy", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
+    "AdmissionPolicy", "AnalyzerMismatchError", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
     "CapabilityNotSupportedError", "CommitOutcomeUnknownError", "ConnectionLostError", "ContentSource",
     "DatabaseBusyError", "EmbeddingProfile", "InvalidCitationError",
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MemoryChange", "MemoryCitation",

@@ -221,13 +221,19 @@ def script(text: str) -> str:
     characters as Latin words (Chinese prose with English identifiers is Chinese to an
     English-only embedding model), ``latin`` when Latin words dominate, ``other`` for
     other letters (Cyrillic, Greek …), ``none`` for digits and punctuation only."""
-    folded = unicodedata.normalize("NFC", text).casefold()
-    cjk = sum(1 for ch in folded if is_cjk(ch))
-    latin = other = 0
-    for token in tokens(text):
+    return script_of_tokens(tokens(text))
+
+
+def script_of_tokens(stored: "list[str] | tuple[str, ...]") -> str:
+    """``script`` from analyzer tokens (each CJK character is one ``u_`` unigram), e.g.
+    a projection's stored ``searchable_text`` split: what search reads, so a candidate's
+    script costs no re-analysis. Equal to ``script(text)`` for v1 tokens; v2 tokens
+    can differ only where a stem lands on the stop list (one Latin word fewer)."""
+    cjk = latin = other = 0
+    for token in stored:
         if token.startswith(("u_", "b_")) and _CJK_TOKEN.fullmatch(token):
-            continue
-        if _is_latin_word(token):
+            cjk += token.startswith("u_")
+        elif _is_latin_word(token):
             latin += 1
         elif any(c.isalpha() for c in token):
             other += 1

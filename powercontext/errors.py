@@ -79,6 +79,13 @@ class BackendUnavailableError(PowerContextError):
     server restart, a lost connection): the same call may succeed later."""
 
 
+class AnalyzerMismatchError(BackendUnavailableError):
+    """The database's full-text projection was built by another analyzer version than
+    the one asked for (or than this library knows). Its stored tokens would not match
+    the query terms, so nothing is searched or written; the message says how to open
+    it as it is or how to migrate it (``svc.rebuild_projections(analyzer=...)``)."""
+
+
 class DatabaseBusyError(BackendUnavailableError):
     """Another writer held the database lock for longer than the busy timeout.
     Nothing was written by this call; retry it."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from .analyzer import get as get_analyzer
 from .embedding import resolve as resolve_embedding
 from .errors import InvalidMemoryRequestError
 from .memory.service import MemoryService
@@ -23,7 +24,8 @@ def _sqlite_path(target: str) -> str | None:
     return None
 
 
-async def open(target: Any, embedding: Any = None, **service_options: Any) -> MemoryService:  # noqa: A001
+async def open(target: Any, embedding: Any = None, analyzer: str | None = None,  # noqa: A001
+               **service_options: Any) -> MemoryService:
     """Open (creating if needed) a Memory database.
 
     ``target``: a SQLite path, ``sqlite:///path.db``, ``:memory:``, or
@@ -34,22 +36,29 @@ async def open(target: Any, embedding: Any = None, **service_options: Any) -> Me
     refused). A server URL without a database (``…:port/``) uses and creates the
     database ``pc``; ``svc.backend.default_database`` is then True and an INFO log line
     says so. Errors never show the URL's password.
+
+    ``analyzer``: the analyzer a NEW database is created with (``"v1"``, or ``"v2"``
+    = v1 + Snowball English stemming; default ``analyzer.ANALYZER_VERSION``). An
+    existing database keeps the one it records; naming another raises
+    AnalyzerMismatchError (migrate with ``svc.rebuild_projections(analyzer=...)``).
     """
     if not isinstance(target, str):
         target = str(target)
+    if analyzer is not None:
+        get_analyzer(analyzer)  # an unknown name is refused before any file or database is created
     model = resolve_embedding(embedding)
     profile = None if model is None else model.profile
     path = _sqlite_path(target)
     if path is not None:
         from .backends.sqlite import SQLiteMemoryBackend
 
-        backend = await asyncio.to_thread(SQLiteMemoryBackend, path, profile)
+        backend = await asyncio.to_thread(SQLiteMemoryBackend, path, profile, analyzer)
         return MemoryService(backend, embedding=model, **service_options)
     scheme = target.split("://", 1)[0].lower()  # urlparse would raise on a malformed host
     if scheme in ("oceanbase", "mysql"):
         from .backends.oceanbase import OceanBaseMemoryBackend
 
-        backend = await asyncio.to_thread(OceanBaseMemoryBackend, target, profile)
+        backend = await asyncio.to_thread(lambda: OceanBaseMemoryBackend(target, profile, analyzer=analyzer))
         return MemoryService(backend, embedding=model, **service_options)
     raise InvalidMemoryRequestError(
         f"cannot open {redact(target)!r}: use a SQLite path, sqlite:///path.db, :memory: or oceanbase://user@host:port/db"

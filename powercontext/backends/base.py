@@ -20,8 +20,9 @@ from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Mapping, Sequence
 
-from .. import analyzer, canonical
+from .. import analyzer as analyzer_module, canonical
 from ..errors import (
+    AnalyzerMismatchError,
     ArtifactNotFoundError,
     InvalidCitationError,
     InvalidMemoryRequestError,
@@ -55,6 +56,7 @@ from .rules import (  # noqa: F401  (re-exported)
     MAX_REASON_CODE_POINTS,
     MAX_TEXT_BYTES,
     artifact_refs_from_json,
+    check_analyzer,
     cosine_from_l2,
     lineage_hash,
     normalize_reason,
@@ -66,6 +68,7 @@ from .rules import (  # noqa: F401  (re-exported)
     validate_kind,
     version_content_hash,
 )
+from . import centroid
 from .resilience import DriverErrors
 from .validation import CommitValidation
 from .verification import MemoryVerification, VerifiedReads
@@ -81,8 +84,12 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
     name: str = "database"
     max_workers: int = 1
 
-    def __init__(self, embedding_profile: EmbeddingProfile | None = None) -> None:
+    def __init__(self, embedding_profile: EmbeddingProfile | None = None, analyzer: str | None = None) -> None:
         self.embedding_profile = embedding_profile
+        # The analyzer asked for; the adapter replaces it with the database's own at
+        # open (schema_records: a new database records it, an existing one must match).
+        self._requested_analyzer = analyzer
+        self.analyzer = analyzer_module.get(analyzer)
         self._executor = ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix=f"pc-{self.name}")
         self._closed = False
         self._completeness: dict[ArtifactRef, bool] = {}
@@ -361,8 +368,9 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
         content_text, content_hash = plan.content.canonical()
         lineage_text = canonical.canonical_text(plan.lineage.to_canonical())
         self._check_plan(plan)
-        searchable = {v.entry_version_id: analyzer.searchable_text(v.text) for v in plan.new_versions}
+        searchable = {v.entry_version_id: self.analyzer.searchable_text(v.text) for v in plan.new_versions}
         with self._transaction(write=True) as tx:
+            self._check_stored_analyzer(tx)
             head = self._read_head(tx, plan.artifact_id)
             if plan.base_revision is None and head is not None:
                 raise RevisionConflictError(f"Memory {plan.artifact_id!r} already exists (head {head})")
@@ -408,6 +416,19 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
         """Make memory_entry_heads (and its FTS/vector projections) mirror the active
         entries of the new head. Inactive entries have no projection at all."""
         base_items = {} if base is None else base.manifest.by_id()
+        sums = self._vector_sums_kept()
+        if sums:
+            # The vectors that leave the head (forgotten or replaced entries), read
+            # before their projection rows go: c̄'s sum loses exactly what they added.
+            leaving = [
+                item.entry_id for item in plan.content.manifest.entries
+                if (old := base_items.get(item.entry_id)) is not None and old.state == "active"
+                and (item.state == "inactive" or old.entry_version_id != item.entry_version_id)
+            ]
+            delta = centroid.VectorSumDelta(self.embedding_profile.dimension)
+            for values in (self._projection_vectors(tx, plan.artifact_id, leaving) if leaving else {}).values():
+                delta.remove(values)
+            entering: list[str] = []
         for item in plan.content.manifest.entries:
             old = base_items.get(item.entry_id)
             was_active = old is not None and old.state == "active"
@@ -420,8 +441,10 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
             text = searchable.get(item.entry_version_id)
             if text is None:  # reactivation restores the same version
                 version = self._versions(tx, [item.entry_version_id])[item.entry_version_id]
-                text = analyzer.searchable_text(version.text)
+                text = self.analyzer.searchable_text(version.text)
             vector = plan.vectors.get(item.entry_version_id)
+            if sums and vector is not None:
+                entering.append(item.entry_id)
             self._put_projection(
                 tx,
                 plan.artifact_id,
@@ -432,6 +455,15 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
                 text,
                 vector,
             )
+        if sums and entering:
+            # Added as read back from the database, like the removals above: a server
+            # that returns vectors in a rounded text form (OceanBase: 6 digits) then
+            # subtracts, later, exactly what it added here.
+            for values in self._projection_vectors(tx, plan.artifact_id, entering).values():
+                delta.add(values)
+        if sums and delta:
+            count, total = self._read_vector_sum(tx, plan.artifact_id)
+            self._write_vector_sum(tx, plan.artifact_id, *delta.applied_to(count, total))
         self._set_projection_revision(tx, plan.artifact_id, plan.next_revision)
 
     # ---------------------------------------------------------------- rebuild
@@ -452,14 +484,77 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
             for item in active:
                 self._check_version(versions.get(item.entry_version_id), ref, item)
             self._validate_vectors(vectors, {i.entry_version_id: i for i in active})
+            self._check_stored_analyzer(tx)
             self._delete_all_projections(tx, ref.artifact_id)
             for item in active:
                 self._put_projection(
                     tx, ref.artifact_id, ref.revision, item.entry_id, item.entry_version_id, item.entry_content_hash,
-                    analyzer.searchable_text(versions[item.entry_version_id].text), vectors.get(item.entry_version_id),
+                    self.analyzer.searchable_text(versions[item.entry_version_id].text), vectors.get(item.entry_version_id),
                 )
+            if self._vector_sums_kept():
+                self._write_vector_sum(tx, ref.artifact_id, *self._sum_from_scratch(tx, ref.artifact_id))
         self._invalidate_completeness(ref.artifact_id)
         return len(active)
+
+    # ---------------------------------------------------------------- analyzer migration
+
+    async def migrate_analyzer(self, version: str) -> dict[str, int]:
+        return await self._run(self._migrate_analyzer_sync, version)
+
+    def _migrate_analyzer_sync(self, version: str) -> dict[str, int]:
+        """The RFC's analyzer migration: in ONE transaction, re-analyze the text of
+        every head row of every Memory with ``version``, rewrite its searchable_text
+        and full-text row, and record the new analyzer. A crash leaves the old
+        analyzer and the old projection; never a mix. Vectors do not depend on the
+        analyzer and stay."""
+        target = analyzer_module.get(version)
+        rebuilt: dict[str, int] = {}
+        with self._transaction(write=True) as tx:
+            self._check_stored_analyzer(tx)
+            for artifact_id, entry_id, version_id in self._head_rows(tx):
+                text = self._versions(tx, [version_id])[version_id].text
+                self._set_searchable_text(tx, artifact_id, entry_id, target.searchable_text(text))
+                rebuilt[artifact_id] = rebuilt.get(artifact_id, 0) + 1
+            self._write_schema_value(tx, "analyzer", target.version)
+        self.analyzer = target
+        return rebuilt
+
+    def _check_stored_analyzer(self, tx: Any) -> None:
+        """Inside a write: the database still uses the analyzer this handle analyzes
+        with (another process may have migrated it since we opened it)."""
+        recorded = self._read_schema_value(tx, "analyzer")
+        if recorded != self.analyzer.version:
+            check_analyzer(recorded, f"{self.name} database", None)
+            raise AnalyzerMismatchError(
+                f"the {self.name} database was migrated to analyzer {recorded} after this handle opened it "
+                f"with {self.analyzer.version}: close and reopen it"
+            )
+
+    # ---------------------------------------------------------------- c̄ (vector sums)
+
+    def _vector_sums_kept(self) -> bool:
+        return self.embedding_profile is not None and self._vector_supported_sync()
+
+    def _backfill_vector_sums(self, tx: Any) -> int:
+        """Databases created before c̄ was kept: sum each Memory's stored head vectors
+        once (the migration the 'vector_sums' schema record marks as done)."""
+        done = 0
+        if self._vector_sums_kept():
+            for artifact_id, _ in self._list_heads(tx):
+                self._write_vector_sum(tx, artifact_id, *self._sum_from_scratch(tx, artifact_id))
+                done += 1
+        self._write_schema_value(tx, "vector_sums", "1")
+        return done
+
+    def _sum_from_scratch(self, tx: Any, artifact_id: str) -> tuple[int, list[int]]:
+        delta = centroid.VectorSumDelta(self.embedding_profile.dimension)
+        for values in self._projection_vectors(tx, artifact_id, None).values():
+            delta.add(values)
+        return delta.count, delta.sums
+
+    def _centroid(self, tx: Any, artifact_ids: Sequence[str]) -> tuple[float, ...] | None:
+        """c̄ of the searched Memories: Σ sums / Σ counts of their active vectors."""
+        return centroid.mean([self._read_vector_sum(tx, a) for a in artifact_ids], self.embedding_profile.dimension)
 
 
     # ---------------------------------------------------------------- adapter primitives
@@ -535,6 +630,33 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
 
     @abstractmethod
     def _set_projection_revision(self, tx: Any, artifact_id: str, revision: int) -> None: ...
+
+    @abstractmethod
+    def _read_schema_value(self, tx: Any, key: str) -> str | None: ...
+
+    @abstractmethod
+    def _write_schema_value(self, tx: Any, key: str, value: str) -> None:
+        """Insert or replace one powercontext_schema row."""
+
+    @abstractmethod
+    def _head_rows(self, tx: Any) -> list[tuple[str, str, str]]:
+        """(memory_artifact_id, entry_id, entry_version_id) of every head projection row."""
+
+    @abstractmethod
+    def _set_searchable_text(self, tx: Any, artifact_id: str, entry_id: str, searchable_text: str) -> None:
+        """Rewrite one head row's searchable_text and its full-text index entry."""
+
+    @abstractmethod
+    def _projection_vectors(self, tx: Any, artifact_id: str, entry_ids: Sequence[str] | None) -> dict[str, tuple[float, ...]]:
+        """The stored head vectors of these entries (all with None), by entry id;
+        entries without a vector are absent."""
+
+    @abstractmethod
+    def _read_vector_sum(self, tx: Any, artifact_id: str) -> tuple[int, list[int]]:
+        """(count, fixed-point sums) of the Memory's active vectors; (0, zeros) if none."""
+
+    @abstractmethod
+    def _write_vector_sum(self, tx: Any, artifact_id: str, count: int, sums: Sequence[int]) -> None: ...
 
     @abstractmethod
     def _fts_query(self, tx: Any, artifact_ids: list[str], terms: tuple[str, ...], k: int) -> list[tuple[Any, ...]]:

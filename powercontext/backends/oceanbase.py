@@ -28,6 +28,8 @@ from urllib.parse import unquote, urlparse
 from ..errors import BackendUnavailableError, ConnectionLostError, InvalidMemoryRequestError, PowerContextError
 from ..model import EmbeddingProfile
 from ..redaction import redact
+from .. import analyzer as analyzer_module
+from . import centroid
 from .base import DatabaseMemoryBackend
 from .driver import DATABASE_NAME, connect, database_identifier, is_connection_lost
 from .portable import PortableSQL
@@ -85,6 +87,10 @@ _CORE_DDL = [
             REFERENCES memory_entry_versions (entry_version_id),
         CONSTRAINT fk_memory_entry_versions_revision FOREIGN KEY (memory_artifact_id, created_in_revision)
             REFERENCES artifact_revisions (artifact_id, revision))""",
+    f"""CREATE TABLE IF NOT EXISTS memory_vector_sums (
+        memory_artifact_id {ID} NOT NULL PRIMARY KEY,
+        vector_count BIGINT NOT NULL,
+        vector_sum LONGBLOB NOT NULL)""",
 ]
 
 _HEADS_DDL = """CREATE TABLE IF NOT EXISTS memory_entry_heads (
@@ -157,8 +163,9 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     name = "oceanbase"
     max_workers = 4
 
-    def __init__(self, url: str, embedding_profile: EmbeddingProfile | None = None, *, create_database: bool = True) -> None:
-        super().__init__(embedding_profile)
+    def __init__(self, url: str, embedding_profile: EmbeddingProfile | None = None, *, create_database: bool = True,
+                 analyzer: str | None = None) -> None:
+        super().__init__(embedding_profile, analyzer)
         import pymysql
 
         self._pymysql = pymysql
@@ -336,8 +343,10 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             profile = self.embedding_profile if stored_profile is None else EmbeddingProfile(**json.loads(stored_profile))
             if not heads_exist:
                 cur.execute(self._heads_ddl(profile if stored or profile else None))
-            for key, value in schema_records(stored, f"database {self._params['database']!r}"):
+            records, version = schema_records(stored, f"database {self._params['database']!r}", self._requested_analyzer)
+            for key, value in records:
                 cur.execute("INSERT INTO powercontext_schema (`key`, value) VALUES (%s, %s)", (key, value))
+            self.analyzer = analyzer_module.get(version)
             if stored_profile is None and self.embedding_profile is not None:
                 if heads_exist:
                     self._adopt_vector_column(cur, self.embedding_profile)
@@ -350,6 +359,9 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             if self._vector_column and self.embedding_profile is None:
                 cur.execute("SELECT value FROM powercontext_schema WHERE `key` = 'embedding_profile'")
                 self.embedding_profile = EmbeddingProfile(**json.loads(cur.fetchone()[0]))
+        if stored and "vector_sums" not in stored:  # created before c̄ was kept
+            with self._transaction(write=True) as tx:
+                self._backfill_vector_sums(tx)
         self._probe_fulltext()
 
     @staticmethod
@@ -417,6 +429,49 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     def _delete_all_projections(self, tx, artifact_id):
         tx.execute("DELETE FROM memory_entry_heads WHERE memory_artifact_id = %s", (artifact_id,))
 
+    # ------------------------------------------------------------- schema, analyzer, c̄
+
+    def _read_schema_value(self, tx, key):
+        tx.execute("SELECT value FROM powercontext_schema WHERE `key` = %s", (key,))
+        row = tx.fetchone()
+        return None if row is None else row[0]
+
+    def _write_schema_value(self, tx, key, value):
+        tx.execute("REPLACE INTO powercontext_schema (`key`, value) VALUES (%s, %s)", (key, value))
+
+    def _head_rows(self, tx):
+        tx.execute("SELECT memory_artifact_id, entry_id, entry_version_id FROM memory_entry_heads ORDER BY projection_id")
+        return [tuple(r) for r in tx.fetchall()]
+
+    def _set_searchable_text(self, tx, artifact_id, entry_id, searchable_text):
+        # The FULLTEXT index is maintained by the server with the row.
+        tx.execute("UPDATE memory_entry_heads SET searchable_text = %s WHERE memory_artifact_id = %s AND entry_id = %s",
+                   (searchable_text, artifact_id, entry_id))
+
+    def _projection_vectors(self, tx, artifact_id, entry_ids):
+        if not self._vector_column:
+            return {}
+        sql = "SELECT entry_id, embedding FROM memory_entry_heads WHERE memory_artifact_id = %s AND embedding IS NOT NULL"
+        params: list[Any] = [artifact_id]
+        if entry_ids is not None:
+            sql += f" AND entry_id IN ({_marks(len(entry_ids))})"
+            params += list(entry_ids)
+        tx.execute(sql, params)
+        return {entry_id: stored_vector_values(value) for entry_id, value in tx.fetchall()}
+
+    def _read_vector_sum(self, tx, artifact_id):
+        tx.execute("SELECT vector_count, vector_sum FROM memory_vector_sums WHERE memory_artifact_id = %s", (artifact_id,))
+        row = tx.fetchone()
+        dimension = self.embedding_profile.dimension
+        return (0, [0] * dimension) if row is None else (int(row[0]), centroid.unpack(row[1], dimension))
+
+    def _write_vector_sum(self, tx, artifact_id, count, sums):
+        tx.execute(
+            "INSERT INTO memory_vector_sums (memory_artifact_id, vector_count, vector_sum) VALUES (%s, %s, %s) "
+            "ON DUPLICATE KEY UPDATE vector_count = VALUES(vector_count), vector_sum = VALUES(vector_sum)",
+            (artifact_id, count, centroid.pack(sums)),
+        )
+
     # ------------------------------------------------------------- search
 
     def _fts_query(self, tx, artifact_ids, terms, k):
@@ -458,8 +513,8 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         # is raised per session (see _connection) for recall ≥ 0.99 at k = 32.
         literal = vector_literal(vector)
         tx.execute(
-            "SELECT memory_artifact_id, entry_id, entry_version_id, entry_content_hash, l2_distance(embedding, %s) AS d "
-            f"FROM memory_entry_heads WHERE memory_artifact_id IN ({_marks(len(artifact_ids))}) "
+            "SELECT memory_artifact_id, entry_id, entry_version_id, entry_content_hash, l2_distance(embedding, %s) AS d, "
+            f"searchable_text FROM memory_entry_heads WHERE memory_artifact_id IN ({_marks(len(artifact_ids))}) "
             "ORDER BY l2_distance(embedding, %s) APPROXIMATE LIMIT %s",
             (literal, *artifact_ids, literal, k),
         )
@@ -488,5 +543,12 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             with self._transaction(write=False) as tx:
                 tx.execute("SELECT embedding FROM memory_entry_heads WHERE entry_version_id = %s", (entry_version_id,))
                 row = tx.fetchone()
-            return None if row is None or row[0] is None else tuple(json.loads(row[0]))
+            return None if row is None or row[0] is None else stored_vector_values(row[0])
         return self._executor.submit(read).result()
+
+
+def stored_vector_values(value: Any) -> tuple[float, ...]:
+    """A VECTOR column as the server returns it (the text form ``[0.1,…]``)."""
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("ascii")
+    return tuple(float(v) for v in json.loads(value))

@@ -45,6 +45,9 @@ class RetrievalRequest:
     channels: tuple[str, ...]
     pool: int
     query_vector: tuple[float, ...] | None = None
+    # analyzer.script of the query: candidates carry it beside their own script
+    # (cross-script FTS, language-aware vector admission). None = not measured.
+    query_script: str | None = None
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import analyzer
 from ..embedding import check_vector
 from ..errors import (
     ArtifactNotFoundError,
@@ -21,6 +22,7 @@ from ..model import (
 
 
 from .plans import Retrieval, RetrievalRequest
+from . import centroid
 from .rules import cosine_from_l2, version_content_hash
 
 SEARCH_HEAD_RETRIES = 3
@@ -51,7 +53,9 @@ class AuthoritativeRetrieval:
                     )
             manifests = {r.artifact_id: self._revision(tx, r).manifest.by_id() for r in request.memories}
             ids = [r.artifact_id for r in request.memories]
+            self._check_stored_analyzer(tx)  # stored tokens and query terms from one analyzer
             raw: dict[str, list[tuple[Any, ...]]] = {}
+            query_dot_centroid = None
             if "fts" in request.channels and request.terms:
                 raw["fts"] = self._fts_query(tx, ids, request.terms, request.pool)
             elif "fts" in request.channels:
@@ -66,7 +70,13 @@ class AuthoritativeRetrieval:
                             f"the vector projection of {ref} is incomplete; run rebuild_projections()"
                         )
                 raw["vector"] = self._vector_query(tx, ids, request.query_vector, request.pool)
-            channels = {name: self._authoritative(tx, name, rows, manifests, request) for name, rows in raw.items()}
+                # c̄ of exactly the heads confirmed above (its sums change in the
+                # transactions that move those heads).
+                mean = self._centroid(tx, ids)
+                if mean is not None:
+                    query_dot_centroid = centroid.dot(request.query_vector, mean)
+            channels = {name: self._authoritative(tx, name, rows, manifests, request, query_dot_centroid)
+                        for name, rows in raw.items()}
             # The head must not have moved while the channel queries ran (READ
             # COMMITTED databases see each statement's own snapshot).
             after = self._read_heads(tx, ids)
@@ -74,7 +84,7 @@ class AuthoritativeRetrieval:
                 raise _HeadMoved(f"heads {heads} became {after}")
         return Retrieval(memories=request.memories, terms=request.terms, channels=channels)
 
-    def _authoritative(self, tx, channel, rows, manifests, request) -> tuple[ChannelCandidate, ...]:
+    def _authoritative(self, tx, channel, rows, manifests, request, query_dot_centroid=None) -> tuple[ChannelCandidate, ...]:
         """Keep only rows that the authoritative head manifest confirms: same entry,
         active, exact version, and a version row whose canonical bytes hash to the
         manifest's hash. Candidate text comes from the version row, not the index."""
@@ -83,7 +93,9 @@ class AuthoritativeRetrieval:
         out: list[ChannelCandidate] = []
         query_terms = set(request.terms)
         for row in rows:
-            memory_id, entry_id, version_id, content_hash, signal = row
+            # fts: (…, searchable_text); vector: (…, distance, searchable_text)
+            memory_id, entry_id, version_id, content_hash, signal = row[:5]
+            stored_tokens = (row[4] if channel == "fts" else row[5]).split()
             item = manifests.get(memory_id, {}).get(entry_id)
             version = versions.get(version_id)
             if (
@@ -106,13 +118,24 @@ class AuthoritativeRetrieval:
                 entry_content_hash=content_hash,
                 kind=version.kind,
                 text=version.text,
+                # The script of the entry as its stored analyzer tokens show it: no
+                # re-analysis of candidate texts on the search path.
+                script=analyzer.script_of_tokens(stored_tokens),
+                query_script=request.query_script,
             )
             if channel == "fts":
-                stored = set(signal.split())
+                stored = set(stored_tokens)
                 matched = tuple(t for t in request.terms if t in stored and t in query_terms)
                 out.append(ChannelCandidate(**common, matched_terms=matched, query_term_count=len(request.terms)))
             else:
-                out.append(ChannelCandidate(**common, cosine=cosine_from_l2(float(signal))))
+                cosine = cosine_from_l2(float(signal))
+                profile = self.embedding_profile
+                out.append(ChannelCandidate(
+                    **common, cosine=cosine,
+                    centred=None if query_dot_centroid is None else cosine - query_dot_centroid,
+                    covered=(None if request.query_script is None
+                             else profile.covers(request.query_script) and profile.covers(common["script"])),
+                ))
         return tuple(out)
 
     # ---------------------------------------------------------------- vectors
@@ -173,6 +196,8 @@ class AuthoritativeRetrieval:
         raise CapabilityNotSupportedError(f"the {self.name} backend has no vector projection configured")
 
     def _vector_query(self, tx: Any, artifact_ids: list[str], vector: tuple[float, ...], k: int) -> list[tuple[Any, ...]]:
+        """Top-k rows (memory_artifact_id, entry_id, entry_version_id, entry_content_hash,
+        l2 distance, searchable_text), nearest first, ties by (memory, entry)."""
         raise CapabilityNotSupportedError(f"the {self.name} backend has no vector projection configured")
 
 

@@ -9,7 +9,7 @@ import json
 from typing import Iterator
 
 from .. import analyzer, canonical
-from ..errors import BackendUnavailableError, InvalidCitationError, InvalidMemoryRequestError
+from ..errors import AnalyzerMismatchError, InvalidCitationError, InvalidMemoryRequestError
 from ..model import (
     ArtifactRef,
     MemoryEntryVersion,
@@ -187,16 +187,32 @@ def cosine_from_l2(distance: float) -> float:
 SCHEMA_VERSION = "1"
 
 
-def schema_records(stored: dict[str, str], where: str) -> list[tuple[str, str]]:
-    """The powercontext_schema rows a new database needs, or none for an existing one.
+def schema_records(stored: dict[str, str], where: str, requested: str | None = None) -> tuple[list[tuple[str, str]], str]:
+    """The powercontext_schema rows a new database needs (none for an existing one),
+    and the analyzer version the database uses.
 
-    A database whose full-text projection was built by another analyzer version is
-    refused: its stored tokens would not match today's query terms."""
+    A new database records ``requested`` (default ``analyzer.ANALYZER_VERSION``). An
+    existing one keeps the analyzer that built its ``searchable_text``; asking for
+    another is refused: its stored tokens would not match the query terms."""
     if not stored:
-        return [("schema_version", SCHEMA_VERSION), ("analyzer", analyzer.ANALYZER_VERSION)]
-    if stored.get("analyzer") != analyzer.ANALYZER_VERSION:
-        raise BackendUnavailableError(
-            f"{where} was indexed with analyzer {stored.get('analyzer')}, this library uses "
-            f"{analyzer.ANALYZER_VERSION}: run rebuild_projections() after a migration"
+        version = analyzer.get(requested).version  # validates the name
+        return [("schema_version", SCHEMA_VERSION), ("analyzer", version), ("vector_sums", "1")], version
+    recorded = stored.get("analyzer")
+    check_analyzer(recorded, where, requested)
+    return [], recorded
+
+
+def check_analyzer(recorded: str | None, where: str, requested: str | None = None) -> None:
+    """Refuse (AnalyzerMismatchError) an unknown recorded analyzer, or one other than
+    ``requested``."""
+    if recorded not in analyzer.ANALYZER_VERSIONS:
+        raise AnalyzerMismatchError(
+            f"{where} was indexed with analyzer {recorded!r}, which this library does not know "
+            f"(it knows {', '.join(analyzer.ANALYZER_VERSIONS)}): open it with the library that created it"
         )
-    return []
+    if requested is not None and requested != recorded:
+        analyzer.get(requested)  # an unknown name is a bad argument, not a mismatch
+        raise AnalyzerMismatchError(
+            f"{where} was indexed with analyzer {recorded}, not {requested}: open it without analyzer= "
+            f"(or analyzer={recorded!r}), or migrate it with await svc.rebuild_projections(analyzer={requested!r})"
+        )

@@ -19,6 +19,7 @@ import apsw
 
 from ..errors import BackendUnavailableError, DatabaseBusyError, PowerContextError
 from ..model import EmbeddingProfile
+from . import centroid
 from .base import DatabaseMemoryBackend
 from .portable import PortableSQL
 from .rules import lineage_hash, schema_records
@@ -89,6 +90,11 @@ CREATE TABLE IF NOT EXISTS memory_entry_heads (
     FOREIGN KEY (memory_artifact_id, entry_id, entry_version_id)
         REFERENCES memory_entry_versions (memory_artifact_id, entry_id, entry_version_id)
 );
+CREATE TABLE IF NOT EXISTS memory_vector_sums (
+    memory_artifact_id TEXT PRIMARY KEY,
+    vector_count INTEGER NOT NULL,
+    vector_sum BLOB NOT NULL
+);
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_entry_search_fts USING fts5(
     searchable_text,
     tokenize="{FTS_TOKENIZE}"
@@ -131,8 +137,9 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     name = "sqlite"
     max_workers = 1
 
-    def __init__(self, path: str | Path, embedding_profile: EmbeddingProfile | None = None) -> None:
-        super().__init__(embedding_profile)
+    def __init__(self, path: str | Path, embedding_profile: EmbeddingProfile | None = None,
+                 analyzer: str | None = None) -> None:
+        super().__init__(embedding_profile, analyzer)
         self.path = str(path)
         version = tuple(int(p) for p in apsw.sqlite_lib_version().split(".")[:3])
         if version < MIN_SQLITE:
@@ -164,9 +171,13 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
                 tx.execute("ALTER TABLE artifact_revisions ADD COLUMN lineage_hash TEXT")
             self._backfill_lineage_hashes(tx, lineage_hash)
             stored = dict(tx.execute("SELECT key, value FROM powercontext_schema").fetchall())
-            for key, value in schema_records(stored, self.path):
+            records, version = schema_records(stored, self.path, self._requested_analyzer)
+            for key, value in records:
                 tx.execute("INSERT INTO powercontext_schema (key, value) VALUES (?, ?)", (key, value))
+            self.analyzer = analyzer.get(version)
             self._adopt_profile(tx, stored.get("embedding_profile"))
+            if stored and "vector_sums" not in stored:  # created before c̄ was kept
+                self._backfill_vector_sums(tx)
         self._probe_fts()
 
     def _load_vec(self) -> None:
@@ -315,6 +326,49 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
         tx.execute("DELETE FROM memory_entry_heads WHERE projection_id = ?", (pid,))
 
+    # ------------------------------------------------------------- schema, analyzer, c̄
+
+    def _read_schema_value(self, tx, key):
+        row = tx.execute("SELECT value FROM powercontext_schema WHERE key = ?", (key,)).fetchone()
+        return None if row is None else row[0]
+
+    def _write_schema_value(self, tx, key, value):
+        tx.execute("INSERT OR REPLACE INTO powercontext_schema (key, value) VALUES (?, ?)", (key, value))
+
+    def _head_rows(self, tx):
+        return [tuple(r) for r in tx.execute(
+            "SELECT memory_artifact_id, entry_id, entry_version_id FROM memory_entry_heads ORDER BY projection_id")]
+
+    def _set_searchable_text(self, tx, artifact_id, entry_id, searchable_text):
+        pid = self._projection_id(tx, artifact_id, entry_id)
+        tx.execute("UPDATE memory_entry_heads SET searchable_text = ? WHERE projection_id = ?", (searchable_text, pid))
+        tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
+        tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (?, ?)", (pid, searchable_text))
+
+    def _projection_vectors(self, tx, artifact_id, entry_ids):
+        if not self._vector_tables:
+            return {}
+        sql = ("SELECT h.entry_id, v.embedding FROM memory_entry_heads AS h "
+               "JOIN memory_entry_search_vector AS v ON v.rowid = h.projection_id WHERE h.memory_artifact_id = ?")
+        params: list[Any] = [artifact_id]
+        if entry_ids is not None:
+            sql += f" AND h.entry_id IN ({','.join('?' * len(entry_ids))})"
+            params += list(entry_ids)
+        return {entry_id: struct.unpack(f"<{len(blob) // 4}f", blob) for entry_id, blob in tx.execute(sql, params)}
+
+    def _read_vector_sum(self, tx, artifact_id):
+        row = tx.execute(
+            "SELECT vector_count, vector_sum FROM memory_vector_sums WHERE memory_artifact_id = ?", (artifact_id,)
+        ).fetchone()
+        dimension = self.embedding_profile.dimension
+        return (0, [0] * dimension) if row is None else (int(row[0]), centroid.unpack(row[1], dimension))
+
+    def _write_vector_sum(self, tx, artifact_id, count, sums):
+        tx.execute(
+            "INSERT OR REPLACE INTO memory_vector_sums (memory_artifact_id, vector_count, vector_sum) VALUES (?, ?, ?)",
+            (artifact_id, count, centroid.pack(sums)),
+        )
+
     # ------------------------------------------------------------- search
 
     def _fts_query(self, tx, artifact_ids, terms, k):
@@ -362,8 +416,8 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     def _vector_query(self, tx, artifact_ids, vector, k):
         marks = ",".join("?" * len(artifact_ids))
         return tx.execute(
-            "SELECT h.memory_artifact_id, h.entry_id, h.entry_version_id, h.entry_content_hash, v.distance "
-            "FROM memory_entry_search_vector AS v JOIN memory_entry_heads AS h ON h.projection_id = v.rowid "
+            "SELECT h.memory_artifact_id, h.entry_id, h.entry_version_id, h.entry_content_hash, v.distance, "
+            "h.searchable_text FROM memory_entry_search_vector AS v JOIN memory_entry_heads AS h ON h.projection_id = v.rowid "
             "WHERE v.embedding MATCH ? AND k = ? AND v.rowid IN "
             f"(SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id IN ({marks})) "
             "ORDER BY v.distance, h.memory_artifact_id, h.entry_id",

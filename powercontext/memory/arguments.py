@@ -35,8 +35,9 @@ def text_id(value: Any, name: str) -> str:
     return require_utf8(value, name)
 
 
-def query_terms(query: Any) -> tuple[str, ...]:
-    """The analyzer terms of a search query, within the query caps."""
+def query_terms(query: Any, using: Any = None) -> tuple[str, ...]:
+    """The analyzer terms of a search query, within the query caps. ``using``: the
+    database's ``analyzer.Analyzer`` (default: Analyzer v1's module functions)."""
     if not isinstance(query, str) or not query.strip():
         raise InvalidMemoryRequestError("query must be a non-empty string")
     require_utf8(query, "query")
@@ -45,7 +46,7 @@ def query_terms(query: Any) -> tuple[str, ...]:
         raise InvalidMemoryRequestError(
             f"query is {size} UTF-8 bytes; the limit is {MAX_QUERY_BYTES}. Search with the key phrase, not a document"
         )
-    terms = analyzer.query_terms(query)
+    terms = (using or analyzer).query_terms(query)
     if len(terms) > MAX_QUERY_TERMS:
         raise InvalidMemoryRequestError(
             f"query has {len(terms)} distinct terms; the limit is {MAX_QUERY_TERMS}. Shorten it to its key words"

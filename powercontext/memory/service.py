@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Sequence
 
-from .. import canonical
+from .. import analyzer, canonical
 from ..backends.base import DatabaseMemoryBackend
 from ..backends.plans import CommitPlan, Retrieval, RetrievalRequest
 from ..backends.rules import normalize_reason, normalize_text, validate_kind
@@ -405,11 +405,25 @@ class MemoryService:
             for item, vector in zip(entering, vectors)
         }
 
-    async def rebuild_projections(self, memories: Any = None) -> dict[str, int]:
+    async def rebuild_projections(self, memories: Any = None, analyzer: str | None = None) -> dict[str, int]:
         """Offline maintenance: rebuild the FTS and vector projections of each Memory
         (default: all) from its authoritative head, re-validating manifest membership
         and hashes. Restores vector/hybrid search once every vector is back. Pause
-        writes while it runs: a concurrent commit makes it raise RevisionConflictError."""
+        writes while it runs: a concurrent commit makes it raise RevisionConflictError.
+
+        ``analyzer="v2"`` is the analyzer migration instead: one transaction re-analyzes
+        every head row of every Memory of the database, rewrites ``searchable_text`` and
+        the full-text index, and records the new analyzer (vectors are untouched: they
+        do not depend on it). A database has one analyzer, so ``memories`` must then be
+        None. Returns the rows rebuilt per Memory."""
+        if analyzer is not None:
+            if memories is not None:
+                raise InvalidMemoryRequestError(
+                    "an analyzer migration rebuilds every Memory of the database: call it without memories="
+                )
+            if not hasattr(self.backend, "migrate_analyzer"):
+                raise CapabilityNotSupportedError(f"{type(self.backend).__name__} has no analyzer migration")
+            return await self.backend.migrate_analyzer(analyzer)
         if memories is None:
             refs = await self.backend.list_memories()
         else:
@@ -582,7 +596,7 @@ class MemoryService:
         self, query: str, memories: Any, limit: int = 8, mode: str = "auto", policy: AdmissionPolicy | None = None
     ) -> tuple[Retrieval, str, str | None]:
         """Step one of search: the per-channel candidates with raw signals."""
-        terms = arguments.query_terms(query)
+        terms = arguments.query_terms(query, getattr(self.backend, "analyzer", None))
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidMemoryRequestError(f"limit must be an integer in 1..{MAX_LIMIT}")
         policy = policy or self.policy
@@ -603,6 +617,7 @@ class MemoryService:
             channels=channels,
             pool=policy.pool_size(limit),
             query_vector=vector,
+            query_script=analyzer.script(query),
         )
         return await self.backend.retrieve(request), used, fallback
 

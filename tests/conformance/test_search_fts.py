@@ -129,5 +129,5 @@ async def test_a_database_indexed_by_another_analyzer_is_refused(open_service, b
     key = "key" if backend_name == "sqlite" else "`key`"
     await sql(svc, f"UPDATE powercontext_schema SET value = 'v0' WHERE {key} = 'analyzer'")
     target = svc.backend.path if backend_name == "sqlite" else svc.backend.url
-    with pytest.raises(pc.BackendUnavailableError, match="analyzer v0"):
+    with pytest.raises(pc.AnalyzerMismatchError, match="analyzer 'v0', which this library does not know"):
         await pc.open(target)

@@ -1,0 +1,145 @@
+"""What the admission families read, from real databases (issue 12, phase B): c̄ kept
+exactly beside the head projection, each candidate's script and the profile's
+coverage, and the analyzer version recorded, refused on mismatch and migrated."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import powercontext as pc
+from powercontext import analyzer
+from powercontext.backends import centroid
+from powercontext.canonical import SequentialIds
+from powercontext.memory.admission import NO_ADMISSION
+
+from ..support import sql
+
+E = pc.MemoryEntryInput
+DOCS = [
+    "Run the documentation build with strict warnings before merging a docs change.",
+    "Release builds are signed with the team's hardware key.",
+    "数据库迁移必须由第二位工程师审核后才能合并。",
+    "Write commit messages in the imperative mood with a short summary line.",
+]
+
+
+async def _stored_sum(svc, artifact_id):
+    def run():
+        with svc.backend._transaction(write=False) as tx:
+            return svc.backend._read_vector_sum(tx, artifact_id)
+    return await svc.backend._run(run)
+
+
+async def _from_scratch(svc, artifact_id):
+    """The sum a rebuild would compute: every stored head vector, added in one pass."""
+    def run():
+        with svc.backend._transaction(write=False) as tx:
+            vectors = svc.backend._projection_vectors(tx, artifact_id, None)
+        delta = centroid.VectorSumDelta(svc.backend.embedding_profile.dimension)
+        for values in vectors.values():
+            delta.add(values)
+        return delta.count, delta.sums, vectors
+    return await svc.backend._run(run)
+
+
+async def test_the_vector_sum_is_exact_after_every_kind_of_write(open_service, minilm):
+    svc = await open_service(embedding=minilm, ids=SequentialIds())
+    rev = await svc.remember(None, entries=tuple(E("fact", t) for t in DOCS))
+    entries = {e.text: e for e in await svc.entries(rev)}
+    rev = await svc.remember(rev, entries=(
+        E("fact", "Release builds are signed with the hardware key in the safe.", entry=entries[DOCS[1]]),))
+    rev = await svc.forget(rev, [entries[DOCS[3]]])
+    rev = await svc.remember(rev, entries=(E("fact", "Staging is wiped every Sunday night."),))
+    rev = await svc.reactivate(rev, [entries[DOCS[3]]])
+    count, sums = await _stored_sum(svc, rev.artifact_id)
+    expected_count, expected_sums, vectors = await _from_scratch(svc, rev.artifact_id)
+    assert count == expected_count == len((await svc.entries(rev))) == 5
+    assert sums == expected_sums  # integers: exactly, not approximately
+    # and it is the mean of the stored vectors
+    mean = centroid.mean([(count, sums)], len(sums))
+    for d in (0, 17, 383):
+        assert math.isclose(mean[d], sum(v[d] for v in vectors.values()) / 5, abs_tol=1e-9)
+    # a rebuild re-embeds (batching moves the last float bits) and re-sums what it stored
+    await svc.rebuild_projections([rev])
+    count, sums = await _stored_sum(svc, rev.artifact_id)
+    assert (count, sums) == (await _from_scratch(svc, rev.artifact_id))[:2]
+
+
+async def test_candidates_carry_the_centred_cosine_and_scripts(open_service, minilm):
+    svc = await open_service(embedding=minilm, ids=SequentialIds())
+    r1 = await svc.remember(None, entries=tuple(E("fact", t) for t in DOCS))
+    r2 = await svc.remember(None, entries=(E("fact", "Deploys happen on Tuesdays only."),))
+    query = "how are release binaries signed"
+    retrieval, used, _ = await svc.retrieve(query, (r1, r2), mode="hybrid")
+    assert used == "hybrid"
+    (qvec,) = (await minilm.embed((query,))).vectors
+    _, _, v1 = await _from_scratch(svc, r1.artifact_id)
+    _, _, v2 = await _from_scratch(svc, r2.artifact_id)
+    allv = [*v1.values(), *v2.values()]
+    cbar = [sum(v[d] for v in allv) / len(allv) for d in range(len(qvec))]
+    qc = sum(a * b for a, b in zip(qvec, cbar))
+    vector = retrieval.channels["vector"]
+    assert len(vector) == 5
+    for cand in vector:
+        assert cand.centred == pytest.approx(cand.cosine - qc, abs=1e-6)
+        assert cand.query_script == "latin"
+        assert cand.script == ("cjk" if cand.text == DOCS[2] else "latin")
+        # MiniLM declares Latin only: the Chinese entry is outside its coverage
+        assert cand.covered is (cand.script == "latin")
+    assert {c.script for c in retrieval.channels["fts"]} <= {"latin", "cjk"}
+    assert all(c.centred is None and c.query_script == "latin" for c in retrieval.channels["fts"])
+
+
+async def test_a_new_database_records_the_analyzer_it_was_opened_with(open_service, backend_name):
+    svc = await open_service(analyzer="v2", ids=SequentialIds())
+    assert svc.backend.analyzer.version == "v2"
+    key = "key" if backend_name == "sqlite" else "`key`"
+    assert await sql(svc, f"SELECT value FROM powercontext_schema WHERE {key} = 'analyzer'") == [("v2",)]
+    rev = await svc.remember(None, entries=(E("fact", "Keep the validation convention for docs."),))
+    res = await svc.search("which conventions apply", (rev,), mode="fts", policy=NO_ADMISSION)
+    assert [h.text for h in res] == ["Keep the validation convention for docs."]
+    target = svc.backend.path if backend_name == "sqlite" else svc.backend.url
+    with pytest.raises(pc.AnalyzerMismatchError, match="indexed with analyzer v2, not v1.*rebuild_projections"):
+        await pc.open(target, analyzer="v1")
+    again = await pc.open(target)  # no analyzer named: the database's own
+    try:
+        assert again.backend.analyzer.version == "v2"
+    finally:
+        await again.close()
+    with pytest.raises(pc.InvalidMemoryRequestError, match="unknown analyzer 'v9'"):
+        await pc.open(target, analyzer="v9")
+
+
+async def test_the_analyzer_migration_rebuilds_the_full_text_projection(open_service, backend_name, minilm):
+    svc = await open_service(embedding=minilm, ids=SequentialIds())
+    assert svc.backend.analyzer.version == analyzer.ANALYZER_VERSION == "v1"
+    rev = await svc.remember(None, entries=tuple(E("fact", t) for t in DOCS))
+    rev2 = await svc.remember(None, entries=(E("fact", "Keep the validation convention for docs."),))
+    target = svc.backend.path if backend_name == "sqlite" else svc.backend.url
+    other = await pc.open(target)  # a second handle, opened before the migration
+    try:
+        assert not await svc.search("conventions", (rev2,), mode="fts", policy=NO_ADMISSION)
+        before = await _stored_sum(svc, rev.artifact_id)
+        rebuilt = await svc.rebuild_projections(analyzer="v2")
+        assert rebuilt == {rev.artifact_id: 4, rev2.artifact_id: 1}
+        assert svc.backend.analyzer.version == "v2"
+        hits = await svc.search("conventions", (rev2,), mode="fts", policy=NO_ADMISSION)
+        assert [h.text for h in hits] == ["Keep the validation convention for docs."]
+        stored = dict(await sql(svc, "SELECT entry_version_id, searchable_text FROM memory_entry_heads"))
+        for e in [*await svc.entries(rev), *await svc.entries(rev2)]:
+            assert stored[e.entry_version_id] == analyzer.get("v2").searchable_text(e.text)
+        # vectors do not depend on the analyzer: hybrid still works, c̄ unchanged
+        assert await _stored_sum(svc, rev.artifact_id) == before
+        assert (await svc.search("hardware key", (rev,), mode="hybrid")).mode == "hybrid"
+        # the older handle would mix analyzers: it is refused, nothing written
+        with pytest.raises(pc.AnalyzerMismatchError, match="migrated to analyzer v2.*reopen"):
+            await other.search("conventions", (rev2,), mode="fts")
+        with pytest.raises(pc.AnalyzerMismatchError, match="migrated to analyzer v2"):
+            await other.remember(rev2, entries=(E("fact", "never written"),))
+        assert (await svc.head(rev2.artifact_id)).revision == 1
+        with pytest.raises(pc.InvalidMemoryRequestError, match="every Memory"):
+            await svc.rebuild_projections([rev], analyzer="v1")
+    finally:
+        await other.close()
