@@ -66,14 +66,14 @@ async def test_the_write_lock_is_held_for_the_sql_alone(tmp_path, monkeypatch):
         finally:
             writing.pop()
 
-    real_searchable = analyzer.searchable_text
+    real_searchable = analyzer.Analyzer.searchable_text  # what the backend analyzes with (its database's version)
 
-    def spy(text):
+    def spy(self, text):
         analyzed_inside.append(any(writing))
-        return real_searchable(text)
+        return real_searchable(self, text)
 
     monkeypatch.setattr(backend, "_transaction", tracked)
-    monkeypatch.setattr(analyzer, "searchable_text", spy)
+    monkeypatch.setattr(analyzer.Analyzer, "searchable_text", spy)
     checked_inside = []
     real_check = backend._check_plan
     monkeypatch.setattr(backend, "_check_plan", lambda plan: (checked_inside.append(any(writing)), real_check(plan)))
