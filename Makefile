@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup test soak eval scale notebooks clean soak-runtime
+.PHONY: setup test soak eval scale bench notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -38,6 +38,15 @@ eval: $(STAMP)
 # wall time, peak memory and per-stage times (benchmarks/scale_bench.py). Not part of `make test`.
 scale: $(STAMP)
 	$(PY) benchmarks/scale_bench.py
+
+# Performance figures (issue 15): search overhead over its raw SQL, append cost and storage per
+# Revision, changes(), revision-cache memory and size limits on both databases
+# (benchmarks/perf_bench.py; BENCH_SIZES=1000,10000,100000 for the large run), then the
+# sweep-vs-retrieval cost (benchmarks/sweep_bench.py). Prints figures, asserts nothing;
+# the latest table is kept in reports/performance.md.
+bench: $(STAMP)
+	$(PY) benchmarks/perf_bench.py
+	$(PY) benchmarks/sweep_bench.py
 
 # Re-execute the tutorial notebooks in place (outputs stored) after a deliberate change;
 # `make test` then checks them with strict nbval. No timing metadata, so reruns diff cleanly.

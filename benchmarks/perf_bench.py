@@ -1,0 +1,400 @@
+"""Performance at scale (issue 15): search overhead over the raw SQL it issues, write cost
+per Revision, history reads, revision-cache memory and size limits, on SQLite and a
+local OceanBase (seekdb).
+
+    .venv/bin/python benchmarks/perf_bench.py [--sizes 1000,10000] [--backends sqlite,oceanbase]
+        [--queries 40] [--appends 30] [--limit-probe 40000] [--profile] [--explain]
+
+Per backend and size N:
+
+1. N entries are remembered (batches of up to 20,000) with vectors. Vectors are seeded
+   pseudo-random unit vectors keyed by the text (NOT a model: the figures here are
+   about the database path, and the real model would make loading 100k entries take
+   an hour). Texts are the bundled corpora's memories plus seeded recombinations.
+2. Search overhead: p50 of ``svc.search(mode=…)`` (query vector precomputed, so no
+   model time) against p50 of the raw statements it issues — the FTS query and the
+   vector query in one read transaction on the backend's own connection and worker
+   thread — for hybrid and fts. Ratio = search / raw.
+3. Append: a one-entry ``remember()`` (with its vector) repeated ``--appends`` times: p50 latency and the bytes the revision
+   storage grew by per Revision (logical bytes of every revision/manifest table).
+4. ``changes(since_revision=0)`` over all those Revisions, and the memory that reading
+   every Revision through ``svc.revision`` leaves allocated (what the revision cache
+   holds; traced Python allocations).
+
+``--limit-probe N`` remembers N entries in ONE call on each database and then reads
+them back (``entries``): prints ok or the error type. ``--profile`` prints a cProfile
+of hybrid searches with the worker threads included. ``--explain`` prints OceanBase's
+plan of the full-text query. Prints figures; asserts nothing. ``make bench`` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import hashlib
+import io
+import json
+import os
+import platform
+import pstats
+import random
+import resource
+import statistics
+import struct
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+import powercontext as pc
+from powercontext.backends.seekdb import drop_database, ensure_server
+from powercontext.embedding import MINILM_PROFILE, EmbeddingResult
+from powercontext.memory import arguments
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def corpus_texts() -> tuple[list[str], list[str]]:
+    entries, queries = [], []
+    for folder in sorted((ROOT / "datasets").iterdir()):
+        if (folder / "memories.jsonl").exists():
+            entries += [json.loads(line)["text"] for line in (folder / "memories.jsonl").open()]
+            queries += [json.loads(line)["text"] for line in (folder / "queries.jsonl").open()]
+    return entries, queries
+
+
+def synthesize(base: list[str], n: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    texts = list(dict.fromkeys(base))[:n]
+    seen = set(texts)
+    while len(texts) < n:
+        a, b = rng.sample(base, 2)
+        text = f"{a.rstrip('.。')}; also, {b[0].lower()}{b[1:]} (note {len(texts)})"
+        if text not in seen:
+            seen.add(text)
+            texts.append(text)
+    return texts
+
+
+class SeededVectors:
+    """Deterministic pseudo-random unit vectors keyed by the text's SHA-256 (not a
+    model). Declares the MiniLM profile so the database takes them as its vectors."""
+
+    profile = MINILM_PROFILE
+
+    @staticmethod
+    def vector(text: str) -> tuple[float, ...]:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        rng = random.Random(seed)
+        values = [rng.gauss(0.0, 1.0) for _ in range(MINILM_PROFILE.dimension)]
+        norm = sum(v * v for v in values) ** 0.5
+        # through float32 and back: what the database stores
+        return struct.unpack(f"<{len(values)}f", struct.pack(f"<{len(values)}f", *(v / norm for v in values)))
+
+    async def embed(self, texts):
+        return EmbeddingResult(tuple(self.vector(t) for t in texts))
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def p50(values):
+    return statistics.median(values) if values else float("nan")
+
+
+# ------------------------------------------------------------------ database plumbing
+
+
+def on_worker(backend, fn):
+    """Run ``fn`` on the backend's worker thread (its connection lives there)."""
+    return backend._executor.submit(fn).result()
+
+
+def revision_storage_bytes(backend) -> int:
+    """Logical bytes of every table that stores Revisions or their manifests."""
+    def run():
+        with backend._transaction(write=False) as tx:
+            if backend.name == "sqlite":
+                tables = [r[0] for r in tx.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            else:
+                tx.execute("SHOW TABLES")
+                tables = [r[0] for r in tx.fetchall()]
+            total = 0
+            for table in tables:
+                if table != "artifact_revisions" and not table.startswith("artifact_manifest"):
+                    continue
+                if backend.name == "sqlite":
+                    names = [r[1] for r in tx.execute(f"PRAGMA table_info({table})")]
+                    expr = " + ".join(f"COALESCE(LENGTH(CAST({c} AS BLOB)), 0)" for c in names)
+                else:
+                    tx.execute(f"SHOW COLUMNS FROM {table}")
+                    names = [r[0] for r in tx.fetchall()]
+                    expr = " + ".join(f"COALESCE(LENGTH(`{c}`), 0)" for c in names)
+                total += int(backend._rows(tx, f"SELECT COALESCE(SUM({expr}), 0) FROM {table}")[0][0])
+            return total
+    return on_worker(backend, run)
+
+
+def raw_search_ms(backend, artifact_id, terms, vector, pool, channels) -> float:
+    """The statements a search issues, timed on the worker thread inside one read
+    transaction of the backend's own connection."""
+    def run():
+        start = time.perf_counter()
+        with backend._transaction(write=False) as tx:
+            if "fts" in channels and terms:
+                backend._fts_query(tx, [artifact_id], terms, pool)
+            if "vector" in channels:
+                backend._vector_query(tx, [artifact_id], vector, pool)
+        return (time.perf_counter() - start) * 1000
+    return on_worker(backend, run)
+
+
+def explain_fts(backend, artifact_id, terms, pool) -> str:
+    def run():
+        with backend._transaction(write=False) as tx:
+            captured = []
+            real = tx.execute
+
+            def capture(sql, params=None):
+                captured.append((sql, params))
+                return real(sql, params)
+            tx.execute = capture
+            try:
+                backend._fts_query(tx, [artifact_id], terms, pool)
+            finally:
+                tx.execute = real
+            out = []
+            for sql, params in captured:
+                tx.execute("EXPLAIN " + sql, params)
+                out.append("\n".join(str(r[0]) for r in tx.fetchall()))
+            return "\n".join(out)
+    return on_worker(backend, run)
+
+
+# ------------------------------------------------------------------ stages
+
+
+async def load(target, texts, model, batch=20_000):
+    svc = await pc.open(target, embedding=model)
+    rev = None
+    start = time.perf_counter()
+    for i in range(0, len(texts), batch):
+        rev = await svc.remember(rev, entries=tuple(pc.MemoryEntryInput("fact", t) for t in texts[i:i + batch]))
+    return svc, rev, time.perf_counter() - start
+
+
+async def search_overhead(svc, rev, queries, model, mode):
+    backend = svc.backend
+    policy = svc.policy
+    pool = policy.pool_size(8)
+    channels = {"fts": ("fts",), "hybrid": ("fts", "vector")}[mode]
+    searched, raw = [], []
+    for q in queries:  # warm: caches filled, plans compiled
+        await svc.search(q, memories=(rev,), mode=mode, limit=8)
+    for q in queries:
+        terms = arguments.query_terms(q)
+        vector = model.vector(q)
+        start = time.perf_counter()
+        await svc.search(q, memories=(rev,), mode=mode, limit=8)
+        searched.append((time.perf_counter() - start) * 1000)
+        raw.append(raw_search_ms(backend, rev.artifact_id, terms, vector, pool, channels))
+    return p50(searched), p50(raw)
+
+
+async def appends(svc, rev, count):
+    """One-entry remember() on the Memory (its vector included: seeded, ~0.1 ms)."""
+    before = revision_storage_bytes(svc.backend)
+    times = []
+    head = await svc.head(rev.artifact_id)
+    for i in range(count):
+        start = time.perf_counter()
+        head = await svc.remember(head, entries=(pc.MemoryEntryInput("fact", f"appended fact number {i} about the release checklist"),))
+        times.append((time.perf_counter() - start) * 1000)
+    grown = revision_storage_bytes(svc.backend) - before
+    return head, p50(times), grown / count
+
+
+async def history(svc, head):
+    start = time.perf_counter()
+    changes = await svc.changes(head, since_revision=0)
+    changes_s = time.perf_counter() - start
+    # What reading every Revision leaves allocated (the revision cache): traced Python
+    # allocations, since freed arenas make RSS deltas meaningless after loading.
+    tracemalloc.start()
+    for r in range(1, head.revision + 1):
+        await svc.revision(pc.ArtifactRef(head.artifact_id, r))
+    kept = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return changes_s, len(changes), kept / 2**20
+
+
+async def limit_probe(target, n, model):
+    texts = [f"probe entry {i} with a few words" for i in range(n)]
+    svc = await pc.open(target, embedding=model)
+    try:
+        start = time.perf_counter()
+        rev = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in texts))
+        write_s = time.perf_counter() - start
+        start = time.perf_counter()
+        got = await svc.entries(rev)
+        return f"ok: remember {write_s:.1f} s, entries() {time.perf_counter() - start:.1f} s ({len(got)} entries)"
+    except Exception as exc:  # noqa: BLE001 - the probe reports what happened
+        return f"{type(exc).__name__}: {str(exc)[:160]}"
+    finally:
+        await svc.close()
+
+
+# ------------------------------------------------------------------ profile
+
+
+async def profile_hybrid(svc, rev, queries, rounds=3):
+    """cProfile of hybrid searches with every worker thread of the backend profiled too
+    (the work runs there): one profiler per thread, enabled and disabled on that
+    thread, merged with the event loop's."""
+    backend = svc.backend
+    n = backend.max_workers
+    by_thread: dict[int, cProfile.Profile] = {}
+    gate = threading.Barrier(n)  # n tasks blocked together = one per worker thread
+
+    def enable():
+        gate.wait()
+        prof = by_thread[threading.get_ident()] = cProfile.Profile()
+        prof.enable()
+
+    def disable():
+        gate.wait()
+        by_thread[threading.get_ident()].disable()
+
+    for f in [backend._executor.submit(enable) for _ in range(n)]:
+        f.result()
+    main = cProfile.Profile()
+    count = 0
+    start = time.perf_counter()
+    main.enable()
+    for _ in range(rounds):
+        for q in queries:
+            await svc.search(q, memories=(rev,), mode="hybrid", limit=8)
+            count += 1
+    main.disable()
+    wall = time.perf_counter() - start
+    for f in [backend._executor.submit(disable) for _ in range(n)]:
+        f.result()
+    stream = io.StringIO()
+    stats = pstats.Stats(main, stream=stream)
+    for prof in by_thread.values():
+        stats.add(prof)
+    stats.sort_stats("cumulative").print_stats(r"powercontext|apsw|pymysql|cursors|connections", 30)
+    return wall / count * 1000, stream.getvalue()
+
+
+# ------------------------------------------------------------------ main
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{platform.node()}: {os.cpu_count()} cores ({cpu}), {mem:.0f} GB RAM, Python {platform.python_version()}, {platform.system()} {platform.release()}"
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "1000,10000"))
+    ap.add_argument("--backends", default="sqlite,oceanbase")
+    ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--appends", type=int, default=30)
+    ap.add_argument("--limit-probe", type=int, default=int(os.environ.get("BENCH_LIMIT_PROBE", "40000")))
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--explain", action="store_true")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    backends = args.backends.split(",")
+    base, all_queries = corpus_texts()
+    queries = random.Random(1).sample(all_queries, args.queries)
+    texts = synthesize(base, max(sizes))
+    model = SeededVectors()
+    print(f"machine: {machine()}")
+    print(f"vectors: seeded pseudo-random unit vectors ({MINILM_PROFILE.dimension} dims), not a model\n")
+
+    url = None
+    server = None
+    if "oceanbase" in backends:
+        url, server = ensure_server(Path(tempfile.gettempdir()) / "pc-bench-seekdb")
+    work = Path(tempfile.mkdtemp(prefix="pc-bench-"))
+    rows = []
+    profiles = []
+    try:
+        for n in sizes:
+            for backend in backends:
+                if backend == "sqlite":
+                    target = str(work / f"bench_{n}.db")
+                else:
+                    database = f"bench_{n}_{os.getpid()}"
+                    target = url.rstrip("/") + f"/{database}"
+                svc, rev, load_s = await load(target, texts[:n], model)
+                hybrid = await search_overhead(svc, rev, queries, model, "hybrid")
+                fts = await search_overhead(svc, rev, queries, model, "fts")
+                if args.profile:
+                    per_search, text = await profile_hybrid(svc, rev, queries)
+                    profiles.append((backend, n, per_search, text))
+                if args.explain and backend == "oceanbase":
+                    terms = arguments.query_terms(queries[0])
+                    print(f"EXPLAIN of the OceanBase full-text query, {n} entries, terms {terms}:")
+                    print(explain_fts(svc.backend, rev.artifact_id, terms, svc.policy.pool_size(8)))
+                head, append_ms, bytes_per_rev = await appends(svc, rev, args.appends)
+                changes_s, nchanges, cache_mb = await history(svc, head)
+                await svc.close()
+                rows.append((backend, n, load_s, hybrid, fts, append_ms, bytes_per_rev, changes_s, nchanges, cache_mb))
+                print(f"{backend:<9} {n:>7}: load {load_s:6.1f} s | hybrid {hybrid[0]:6.1f} vs raw {hybrid[1]:6.1f} ms "
+                      f"= {hybrid[0] / hybrid[1]:4.2f}x | fts {fts[0]:6.1f} vs raw {fts[1]:6.1f} ms = {fts[0] / fts[1]:4.2f}x | "
+                      f"append {append_ms:6.1f} ms, {bytes_per_rev / 1024:8.1f} KB/Revision | "
+                      f"changes(0) {changes_s:5.2f} s over {nchanges} | cache {cache_mb:5.0f} MB | peak {peak_rss_mb():5.0f} MB",
+                      flush=True)
+                if backend == "oceanbase":
+                    drop_database(url, database)
+        probes = []
+        if args.limit_probe:
+            for backend in backends:
+                target = str(work / "probe.db") if backend == "sqlite" else url.rstrip("/") + f"/bench_probe_{os.getpid()}"
+                probes.append((backend, await limit_probe(target, args.limit_probe, model)))
+                if backend == "oceanbase":
+                    drop_database(url, f"bench_probe_{os.getpid()}")
+    finally:
+        if server is not None:
+            server.stop()
+
+    print("\n| backend | entries | hybrid search / raw SQL (ms) | fts search / raw SQL (ms) | one-entry append p50 | storage per Revision | changes(since=0) | memory kept after reading every Revision |")
+    print("|---|---:|---|---|---:|---:|---:|---:|")
+    for backend, n, load_s, hybrid, fts, append_ms, bpr, changes_s, nchanges, cache_mb in rows:
+        print(f"| {backend} | {n:,} | {hybrid[0]:.1f} / {hybrid[1]:.1f} = **{hybrid[0] / hybrid[1]:.2f}×** | "
+              f"{fts[0]:.1f} / {fts[1]:.1f} = {fts[0] / fts[1]:.2f}× | {append_ms:.1f} ms | {bpr / 1024:,.1f} KB | "
+              f"{changes_s:.2f} s ({nchanges} Revisions) | {cache_mb:.0f} MB ({nchanges} Revisions) |")
+    fts_by = {(b, n): fts for b, n, _, _, fts, *_ in rows}
+    for n in sizes:
+        if ("sqlite", n) in fts_by and ("oceanbase", n) in fts_by:
+            s, o = fts_by[("sqlite", n)][0], fts_by[("oceanbase", n)][0]
+            print(f"OceanBase / SQLite fts search p50 at {n:,}: {o:.1f} / {s:.1f} ms = {o / s:.1f}×")
+    append_by = {(b, n): a for b, n, _, _, _, a, *_ in rows}
+    for b in backends:
+        if (b, min(sizes)) in append_by and (b, max(sizes)) in append_by and min(sizes) != max(sizes):
+            print(f"{b}: append at {max(sizes):,} / at {min(sizes):,} = {append_by[(b, max(sizes))] / append_by[(b, min(sizes))]:.1f}×")
+    for backend, result in probes:
+        print(f"one remember() of {args.limit_probe:,} entries on {backend}: {result}")
+    print(f"peak RSS of this process: {peak_rss_mb():.0f} MB")
+    for backend, n, per_search, text in profiles:
+        print(f"\n--- profile: hybrid search, {backend}, {n:,} entries, {per_search:.1f} ms per search (profiled) ---")
+        print(text)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
