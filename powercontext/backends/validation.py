@@ -7,6 +7,7 @@ nothing is written."""
 from __future__ import annotations
 
 import functools
+import operator
 import json
 
 from typing import Any, Mapping
@@ -51,7 +52,12 @@ class CommitValidation:
             raise InvalidMemoryRequestError("unknown MemoryContent schema or manifest format")
         items = content.manifest.entries
         ids = [i.entry_id for i in items]
-        if ids != sorted(ids, key=canonical.utf8_key) or len(set(ids)) != len(ids):
+        for item in items:
+            if not canonical.is_valid_id(item.entry_id) or not canonical.is_valid_id(item.entry_version_id):
+                raise InvalidMemoryRequestError(f"invalid entry id or version id in manifest: {item.entry_id!r}")
+        # valid ids are ASCII, whose str order is their UTF-8 order: one linear pass
+        # (strictly increasing = sorted and unique) instead of a keyed sort
+        if not all(map(operator.lt, ids, ids[1:])):
             raise InvalidMemoryRequestError("manifest entries must be unique and sorted by UTF-8 entry_id")
         change_ids = [c.entry_id for c in content.changes]
         if change_ids != sorted(change_ids, key=canonical.utf8_key) or len(set(change_ids)) != len(change_ids):
@@ -59,8 +65,6 @@ class CommitValidation:
         if not content.changes:
             raise InvalidMemoryRequestError("a Revision must record at least one change (no empty Revisions)")
         for item in items:
-            if not canonical.is_valid_id(item.entry_id) or not canonical.is_valid_id(item.entry_version_id):
-                raise InvalidMemoryRequestError(f"invalid entry id or version id in manifest: {item.entry_id!r}")
             if item.state not in ("active", "inactive") or not canonical.is_sha256_hex(item.entry_content_hash):
                 raise InvalidMemoryRequestError(f"invalid manifest item for {item.entry_id!r}")
         new_items = content.manifest.by_id()
