@@ -22,6 +22,7 @@ from .errors import (
     PatchMatchError,
     PowerContextError,
     RevisionConflictError,
+    ServerLimitError,
     SourceConflictError,
     SourceNotFoundError,
 )
@@ -54,7 +55,7 @@ __all__ = [
     "AdmissionPolicy", "AnalyzerMismatchError", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
     "CapabilityNotSupportedError", "CommitOutcomeUnknownError", "ConnectionLostError", "ContentSource",
     "DatabaseBusyError", "EmbeddingProfile", "InvalidCitationError",
-    "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MemoryChange", "MemoryCitation",
+    "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "ServerLimitError", "MemoryChange", "MemoryCitation",
     "MemoryEntryInput", "MemoryEntryNotFoundError", "MemoryEntryVersion", "MemoryHit",
     "MemoryRevision", "MemorySearchResult", "MemoryService", "NotHeadError", "PatchMatchError", "PowerContextError",
     "RevisionConflictError", "Source", "SourceConflictError", "SourceNotFoundError", "open",

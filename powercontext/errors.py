@@ -69,6 +69,18 @@ class InvalidMemoryRequestError(PowerContextError, ValueError):
     """A Memory operation was called with arguments the domain rules refuse."""
 
 
+class ServerLimitError(InvalidMemoryRequestError):
+    """A statement would exceed a limit of the database server (OceanBase's
+    ``max_allowed_packet``, SQLite's maximum number of bound variables). ``limit``
+    names it and ``value`` is the server's setting. Nothing was written; split the
+    batch or the Source, or raise the server's limit."""
+
+    def __init__(self, message: str, limit: str, value: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
+
+
 class InvalidRuntimeRequestError(PowerContextError, ValueError):
     """A Runtime (RFC 001) request is malformed."""
 

@@ -37,17 +37,12 @@ from ..model import (
     ContentSource,
     EmbeddingProfile,
     MemoryCapabilities,
-    MemoryContent,
     MemoryEntryVersion,
     MemoryRevision,
     MemoryRevisionChanges,
-    RevisionLineage,
     Source,
     source_payload,
 )
-
-REVISION_CACHE_SIZE = 256
-
 
 from .plans import CommitPlan, Retrieval, RetrievalRequest  # noqa: F401  (re-exported)
 from .retrieval import AuthoritativeRetrieval
@@ -69,20 +64,25 @@ from .rules import (  # noqa: F401  (re-exported)
     version_content_hash,
 )
 from . import centroid
+from .caches import ByteLRU, budget_from_env
 from .resilience import DriverErrors
+from .revision_store import RevisionStore
 from .validation import CommitValidation
 from .verification import MemoryVerification, VerifiedReads
 
-REVISION_CACHE_SIZE = 256
+#: Statements that bind per-entry values bind at most this many (SQLite's variable
+#: limit is 32,766; OceanBase statements must stay under max_allowed_packet).
+IN_LIST_SIZE = 1000
 
 # -------------------------------------------------------------------------- backend
 
 
-class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
+class DatabaseMemoryBackend(DriverErrors, RevisionStore, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
     """Async MemoryBackend over synchronous adapter primitives."""
 
     name: str = "database"
     max_workers: int = 1
+    in_list_size: int = IN_LIST_SIZE
 
     def __init__(self, embedding_profile: EmbeddingProfile | None = None, analyzer: str | None = None) -> None:
         self.embedding_profile = embedding_profile
@@ -94,10 +94,11 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
         self._closed = False
         self._completeness: dict[ArtifactRef, bool] = {}
         self._completeness_lock = threading.Lock()
-        # Verified Revisions, keyed by ref and checked against the exact stored strings
-        # on every read: re-verifying a large manifest costs far more than the query.
-        self._revision_cache: dict[ArtifactRef, tuple[tuple[str, str, str], MemoryRevision]] = {}
-        self._revision_cache_lock = threading.Lock()
+        self._present: dict[tuple[ArtifactRef, int], bool] = {}
+        # Verified Revisions (revision_store.py) and verified entry-version rows, each
+        # keyed by the exact stored values: re-verifying costs far more than the query.
+        self._init_revision_store()
+        self.version_cache = ByteLRU(budget_from_env("POWERCONTEXT_VERSION_CACHE_MB", 16))
         self._init_verified_reads()
 
     # ---------------------------------------------------------------- async facade
@@ -117,8 +118,10 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
     async def list_memories(self) -> tuple[ArtifactRef, ...]:
         return await self._run(self._list_memories_sync)
 
-    async def load_revision(self, ref: ArtifactRef) -> MemoryRevision:
-        return await self._run(self._load_revision_sync, ref)
+    async def load_revision(self, ref: ArtifactRef, check: str = "all") -> MemoryRevision:
+        """A verified Revision. ``check="root"`` (commit bases) does not re-read the
+        chunks of a cached Revision (see revision_store.py)."""
+        return await self._run(self._load_revision_sync, ref, check)
 
     async def load_versions(self, ref: ArtifactRef, entry_ids: Sequence[str] | None = None) -> dict[str, MemoryEntryVersion]:
         """The versions the manifest of ``ref`` points at (all, or the given entries)."""
@@ -180,42 +183,13 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
         with self._transaction(write=False) as tx:
             return tuple(ArtifactRef(a, r) for a, r in sorted(self._list_heads(tx)))
 
-    def _load_revision_sync(self, ref: ArtifactRef) -> MemoryRevision:
+    def _load_revision_sync(self, ref: ArtifactRef, check: str = "all") -> MemoryRevision:
         with self._transaction(write=False) as tx:
-            return self._revision(tx, ref)
-
-    def _revision(self, tx: Any, ref: ArtifactRef) -> MemoryRevision:
-        """Load a Revision and prove its stored bytes are canonical and hash to the
-        stored content hash: corruption of a Revision row is never read as truth."""
-        row = self._read_revision(tx, ref.artifact_id, ref.revision)
-        if row is None:
-            if self._read_head(tx, ref.artifact_id) is None:
-                raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
-            raise ArtifactNotFoundError(f"Memory {ref.artifact_id!r} has no Revision {ref.revision}")
-        row = tuple(row)
-        with self._revision_cache_lock:
-            cached = self._revision_cache.get(ref)
-        if cached is not None and cached[0] == row:
-            return cached[1]  # the stored strings are exactly the ones verified before
-        content_text, content_hash, lineage_text, stored_lineage_hash = row
-        with stored_row(f"Revision {ref}"):
-            content = MemoryContent.from_json(content_text)
-            lineage = RevisionLineage.from_json(lineage_text)
-        if content.canonical() != (content_text, content_hash):
-            raise InvalidCitationError(f"Revision {ref} does not match its content hash: the row was altered")
-        if (lineage_hash(lineage_text) != stored_lineage_hash
-                or canonical.canonical_text(lineage.to_canonical()) != lineage_text):
-            raise InvalidCitationError(f"Revision {ref}: its lineage does not match its lineage hash: the row was altered")
-        revision = MemoryRevision(ref=ref, content=content, content_hash=content_hash, lineage=lineage)
-        with self._revision_cache_lock:
-            if len(self._revision_cache) >= REVISION_CACHE_SIZE:
-                self._revision_cache.pop(next(iter(self._revision_cache)))
-            self._revision_cache[ref] = (row, revision)
-        return revision
+            return self._revision(tx, ref, check)
 
     def _load_manifest_versions_sync(self, ref: ArtifactRef, entry_ids: Sequence[str] | None) -> dict[str, MemoryEntryVersion]:
         with self._transaction(write=False) as tx:
-            revision = self._revision(tx, ref)
+            revision = self._revision(tx, ref, "all" if entry_ids is None else tuple(entry_ids))
             items = revision.manifest.by_id()
             wanted = list(items) if entry_ids is None else list(entry_ids)
             for entry_id in wanted:
@@ -231,10 +205,30 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
             return out
 
     def _versions(self, tx: Any, version_ids: Sequence[str]) -> dict[str, MemoryEntryVersion]:
-        if not version_ids:
-            return {}
-        rows = self._read_versions(tx, list(dict.fromkeys(version_ids)))
-        return {row[2]: self._version_from_row(row) for row in rows}
+        return {v.entry_version_id: v for v, _ in self._hashed_versions(tx, version_ids).values()}
+
+    def _hashed_versions(self, tx: Any, version_ids: Sequence[str]) -> dict[str, tuple[MemoryEntryVersion, str]]:
+        """Version rows decoded with the hash of their canonical content. A row whose
+        exact stored values were decoded and hashed before is served from the cache
+        (same values in, same version and hash out: nothing is trusted that was not
+        computed from these very values)."""
+        ids = list(dict.fromkeys(version_ids))
+        out: dict[str, tuple[MemoryEntryVersion, str]] = {}
+        for part in self._in_lists(ids):
+            for row in self._read_versions(tx, part):
+                row = tuple(row)
+                hit = self.version_cache.get(row)
+                if hit is None:
+                    version = self._version_from_row(row)
+                    hit = (version, version_content_hash(version))
+                    self.version_cache.put(row, hit, 2 * sum(len(str(c)) for c in row) + 600)
+                out[row[2]] = hit
+        return out
+
+    def _in_lists(self, values: Sequence[Any]) -> list[list[Any]]:
+        """Split the values one statement would bind into lists the server accepts."""
+        size = max(1, int(self.in_list_size))
+        return [list(values[i:i + size]) for i in range(0, len(values), size)]
 
     @staticmethod
     def _version_from_row(row: Sequence[Any]) -> MemoryEntryVersion:
@@ -267,34 +261,9 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
             v.entry_content_hash, v.created_in_revision,
         )
 
-    def _changes_sync(self, ref: ArtifactRef, since: int | None) -> tuple[MemoryRevisionChanges, ...]:
-        if since is not None and (not isinstance(since, int) or isinstance(since, bool) or since < 0):
-            raise InvalidMemoryRequestError(f"since_revision must be None or an integer ≥ 0, got {since!r}")
-        with self._transaction(write=False) as tx:
-            head = self._read_head(tx, ref.artifact_id)
-            if head is None:
-                raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
-            if ref.revision < 1 or ref.revision > head:
-                raise ArtifactNotFoundError(f"Memory {ref.artifact_id!r} has no Revision {ref.revision} (head is {head})")
-            lo = ref.revision - 1 if since is None else since
-            if lo > ref.revision:
-                raise InvalidMemoryRequestError(
-                    f"since_revision {since} is after the target Revision {ref.revision}"
-                )
-            rows = self._read_revision_range(tx, ref.artifact_id, lo + 1, ref.revision)
-            out = []
-            for revision, content_text, content_hash in rows:
-                with stored_row(f"Revision {ref.artifact_id}@{revision}"):
-                    content = MemoryContent.from_json(content_text)
-                if content.canonical() != (content_text, content_hash):
-                    raise InvalidCitationError(f"Revision {ref.artifact_id}@{revision} does not match its content hash")
-                out.append(MemoryRevisionChanges(ArtifactRef(ref.artifact_id, revision), content.changes))
-            return tuple(out)
-
     def _expand_sync(self, citations: tuple[Any, ...]) -> tuple[MemoryEntryVersion, ...]:
         with self._transaction(write=False) as tx:
             out = []
-            revisions: dict[ArtifactRef, MemoryRevision] = {}
             for cite in citations:
                 try:
                     ref, entry_id, version_id = cite.memory_ref, cite.entry_id, cite.entry_version_id
@@ -304,11 +273,10 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
                     ) from None
                 if not isinstance(ref, ArtifactRef):
                     raise InvalidCitationError(f"memory_ref must be an ArtifactRef, got {ref!r}")
-                try:
-                    revision = revisions.get(ref) or self._revision(tx, ref)
+                try:  # re-checks the chunk holding this entry, not the whole manifest
+                    revision = self._revision(tx, ref, (entry_id,))
                 except ArtifactNotFoundError as exc:
                     raise InvalidCitationError(str(exc)) from exc
-                revisions[ref] = revision
                 item = revision.manifest.get(entry_id)
                 if item is None:
                     raise InvalidCitationError(f"entry {entry_id!r} is not in the manifest of {ref}")
@@ -365,7 +333,9 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
         # Everything that needs only the plan happens before the write lock: SQLite
         # writers from other processes wait for exactly the SQL below, not for the
         # hashing and analyzing of a large batch.
-        content_text, content_hash = plan.content.canonical()
+        # The canonical text is built from the cached base's groups where they are
+        # unchanged: a one-entry commit encodes one group, not the whole manifest.
+        encoded = self._encode_plan(plan)
         lineage_text = canonical.canonical_text(plan.lineage.to_canonical())
         self._check_plan(plan)
         searchable = {v.entry_version_id: self.analyzer.searchable_text(v.text) for v in plan.new_versions}
@@ -382,12 +352,13 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
                         f"Memory {plan.artifact_id!r} is at Revision {head}, not {plan.base_revision}: "
                         "reread the head and retry the operation"
                     )
-            base = None if plan.base_revision is None else self._revision(tx, ArtifactRef(plan.artifact_id, plan.base_revision))
+            cached_base = None if plan.base_revision is None else self._cached_revision(
+                tx, ArtifactRef(plan.artifact_id, plan.base_revision), "root")
+            base = None if cached_base is None else cached_base.revision
             self._validate_plan(tx, plan, base)
 
             try:
-                self._insert_revision(tx, plan.artifact_id, next_revision, MEMORY_FAMILY, content_text, content_hash,
-                                      lineage_text, lineage_hash(lineage_text))
+                row = self._store_revision(tx, plan, encoded, MEMORY_FAMILY, lineage_text, cached_base)
                 if plan.base_revision is None:
                     self._insert_head(tx, plan.artifact_id, next_revision)
                 elif self._cas_head(tx, plan.artifact_id, plan.base_revision, next_revision) != 1:
@@ -404,12 +375,11 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
                 self._insert_version(tx, self._version_row(version))
             self._apply_projections(tx, plan, base, searchable)
         self._invalidate_completeness(plan.artifact_id)
-        return MemoryRevision(
-            ref=ArtifactRef(plan.artifact_id, next_revision),
-            content=plan.content,
-            content_hash=content_hash,
-            lineage=plan.lineage,
-        )
+        ref = ArtifactRef(plan.artifact_id, next_revision)
+        revision = MemoryRevision(ref=ref, content=plan.content, content_hash=encoded.content_hash, lineage=plan.lineage)
+        # committed: the next commit's base and reads start from the cache
+        self._remember_verified(ref, row, revision, encoded.layout)
+        return revision
 
     def _apply_projections(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None,
                            searchable: Mapping[str, str]) -> None:
@@ -464,7 +434,8 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
         if sums and delta:
             count, total = self._read_vector_sum(tx, plan.artifact_id)
             self._write_vector_sum(tx, plan.artifact_id, *delta.applied_to(count, total))
-        self._set_projection_revision(tx, plan.artifact_id, plan.next_revision)
+        # head_revision is the Revision that last wrote each row: rewriting it on every
+        # row of the Memory made each commit O(entries) in writes.
 
     # ---------------------------------------------------------------- rebuild
 
@@ -485,6 +456,7 @@ class DatabaseMemoryBackend(DriverErrors, VerifiedReads, CommitValidation, Autho
                 self._check_version(versions.get(item.entry_version_id), ref, item)
             self._validate_vectors(vectors, {i.entry_version_id: i for i in active})
             self._check_stored_analyzer(tx)
+            self._bump_projection_generation(tx)  # searches elsewhere re-check completeness
             self._delete_all_projections(tx, ref.artifact_id)
             for item in active:
                 self._put_projection(

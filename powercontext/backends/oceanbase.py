@@ -25,7 +25,13 @@ import threading
 from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 
-from ..errors import BackendUnavailableError, ConnectionLostError, InvalidMemoryRequestError, PowerContextError
+from ..errors import (
+    BackendUnavailableError,
+    ConnectionLostError,
+    InvalidMemoryRequestError,
+    PowerContextError,
+    ServerLimitError,
+)
 from ..model import EmbeddingProfile
 from ..redaction import redact
 from .. import analyzer as analyzer_module
@@ -43,6 +49,7 @@ ID = "VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 HASH = "CHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 BIN_TEXT = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 ER_DUP_ENTRY = 1062
+PACKET_MARGIN = 4096  # protocol header and statement framing around the SQL text
 
 _CORE_DDL = [
     f"""CREATE TABLE IF NOT EXISTS powercontext_schema (
@@ -61,6 +68,9 @@ _CORE_DDL = [
         lineage LONGTEXT {BIN_TEXT} NOT NULL,
         lineage_hash {HASH},
         PRIMARY KEY (artifact_id, revision))""",
+    f"""CREATE TABLE IF NOT EXISTS artifact_manifest_chunks (
+        chunk_key {HASH} NOT NULL PRIMARY KEY,
+        content LONGTEXT {BIN_TEXT} NOT NULL)""",
     f"""CREATE TABLE IF NOT EXISTS artifact_heads (
         artifact_id {ID} NOT NULL,
         revision BIGINT NOT NULL,
@@ -153,6 +163,16 @@ def _marks(n: int) -> str:
     return ",".join(["%s"] * n)
 
 
+def _wire_size(value: Any) -> int:
+    """Bytes a parameter takes in the statement (escaped text may double; that is
+    left to the margin)."""
+    if isinstance(value, bytes):
+        return 2 * len(value)
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-8"))
+    return 24
+
+
 def vector_literal(values: Sequence[float]) -> bytes:
     """Little-endian float32 bytes: OceanBase accepts them for VECTOR columns and they
     are ~5× smaller than the JSON text form."""
@@ -180,6 +200,7 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         self._connections: list[Any] = []
         self._connections_lock = threading.Lock()
         self._vector_column = False
+        self.max_allowed_packet = 1 << 20  # until read from the server in _setup_sync
         if create_database:
             self._create_database()
         self._executor.submit(self._setup_sync).result()
@@ -288,11 +309,35 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
 
     def _rows(self, tx, sql, params=()):
         # The portable statements use "?"; pymysql's paramstyle is "%s".
+        self._check_packet(sql, params)
         tx.execute(sql.replace("?", "%s"), tuple(params))
         return [tuple(r) for r in tx.fetchall()]
 
     def _count(self, tx, sql, params=()):
+        self._check_packet(sql, params)
         return tx.execute(sql.replace("?", "%s"), tuple(params))
+
+    def _check_packet(self, sql: str, params: Sequence[Any]) -> None:
+        """Refuse, before sending, a statement the server would refuse as larger than
+        its max_allowed_packet (the transaction then rolls back: nothing is written)."""
+        size = len(sql) + sum(_wire_size(p) for p in params)
+        if size > self.max_allowed_packet - PACKET_MARGIN:
+            raise ServerLimitError(
+                f"a statement of {size:,} bytes exceeds the OceanBase server's max_allowed_packet "
+                f"({self.max_allowed_packet:,} bytes): nothing was written. Split the batch or the Source, "
+                "or raise max_allowed_packet on the server",
+                "max_allowed_packet", self.max_allowed_packet,
+            )
+
+    def _insert_chunks(self, tx, chunks):
+        sql = ("INSERT INTO artifact_manifest_chunks (chunk_key, content) VALUES (%s, %s) "
+               "ON DUPLICATE KEY UPDATE chunk_key = chunk_key")
+        rows = list(chunks.items())
+        for row in rows:
+            self._check_packet(sql, row)
+        # pymysql sends executemany as multi-row INSERTs of at most max_stmt_length bytes
+        tx.max_stmt_length = min(1024000, self.max_allowed_packet - PACKET_MARGIN)
+        tx.executemany(sql, rows)
 
     def _is_unique_violation(self, exc: BaseException) -> bool:
         return isinstance(exc, self._pymysql.err.IntegrityError) and exc.args and exc.args[0] == ER_DUP_ENTRY
@@ -306,6 +351,8 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             except self._pymysql.err.MySQLError as exc:
                 raise BackendUnavailableError(f"{self._params['host']}:{self._params['port']} is not OceanBase: {exc}") from exc
             version_text = cur.fetchone()[0]
+            cur.execute("SELECT @@max_allowed_packet")
+            self.max_allowed_packet = int(cur.fetchone()[0])
             # Full OceanBase tenants report their mode here; seekdb has no such
             # variable because it only speaks MySQL mode.
             cur.execute("SHOW VARIABLES LIKE 'ob_compatibility_mode'")
@@ -325,6 +372,7 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
                 cur.execute(f"ALTER TABLE artifact_revisions ADD COLUMN lineage_hash {HASH}")
         with self._transaction(write=True) as tx:
             self._backfill_lineage_hashes(tx, lineage_hash)
+            self._migrate_inline_revisions(tx)
         with con.cursor() as cur:
             cur.execute("SELECT `key`, value FROM powercontext_schema")
             stored = dict(cur.fetchall())

@@ -35,11 +35,14 @@ class PortableSQL:
         return int(rows[0][0]) if rows else None
 
     def _read_heads(self, tx, artifact_ids):
-        rows = self._rows(
-            tx, f"SELECT artifact_id, revision FROM artifact_heads WHERE artifact_id IN ({marks(len(artifact_ids))})",
-            tuple(artifact_ids),
-        )
-        return {a: int(r) for a, r in rows}
+        out = {}
+        for part in self._in_lists(list(artifact_ids)):
+            rows = self._rows(
+                tx, f"SELECT artifact_id, revision FROM artifact_heads WHERE artifact_id IN ({marks(len(part))})",
+                tuple(part),
+            )
+            out.update((a, int(r)) for a, r in rows)
+        return out
 
     def _list_heads(self, tx):
         return [(a, int(r)) for a, r in self._rows(tx, "SELECT artifact_id, revision FROM artifact_heads")]
@@ -64,6 +67,27 @@ class PortableSQL:
             (artifact_id, lo, hi),
         )
         return [(int(r), c, h) for r, c, h in rows]
+
+    def _set_revision_content(self, tx, artifact_id, revision, content):
+        self._count(tx, "UPDATE artifact_revisions SET content = ? WHERE artifact_id = ? AND revision = ?",
+                    (content, artifact_id, revision))
+
+    def _inline_revision_keys(self, tx):
+        """Revisions stored before chunking (the row holds the canonical text)."""
+        return [(a, int(r)) for a, r in self._rows(
+            tx, "SELECT artifact_id, revision FROM artifact_revisions WHERE content NOT LIKE ? "
+            "ORDER BY artifact_id, revision", ("chunks-v1 %",))]
+
+    # manifest chunks (manifest_chunks.py): content-addressed, written once
+
+    def _read_chunks(self, tx, keys):
+        out = {}
+        for part in self._in_lists(list(dict.fromkeys(keys))):
+            out.update(self._rows(
+                tx, f"SELECT chunk_key, content FROM artifact_manifest_chunks WHERE chunk_key IN ({marks(len(part))})",
+                tuple(part),
+            ))
+        return out
 
     def _insert_revision(self, tx, artifact_id, revision, family, content, content_hash, lineage, lineage_hash):
         self._count(
@@ -117,12 +141,13 @@ class PortableSQL:
         )
 
     def _existing_version_ids(self, tx, version_ids):
-        if not version_ids:
-            return set()
-        return {r[0] for r in self._rows(
-            tx, f"SELECT entry_version_id FROM memory_entry_versions WHERE entry_version_id IN ({marks(len(version_ids))})",
-            tuple(version_ids),
-        )}
+        out = set()
+        for part in self._in_lists(list(version_ids)):
+            out |= {r[0] for r in self._rows(
+                tx, f"SELECT entry_version_id FROM memory_entry_versions WHERE entry_version_id IN ({marks(len(part))})",
+                tuple(part),
+            )}
+        return out
 
     def _insert_version(self, tx, row):
         self._count(tx, f"INSERT INTO memory_entry_versions ({VERSION_COLUMNS}) VALUES ({marks(11)})", row)
@@ -137,6 +162,21 @@ class PortableSQL:
         self._count(tx, "INSERT INTO sources (name, content_hash, payload) VALUES (?, ?, ?)", (name, content_hash, payload))
 
     # projections
+
+    def _projection_generation(self, tx):
+        """Bumped by every projection rebuild (any process): a search's completeness
+        re-check is needed again only when it changed."""
+        rows = self._rows(tx, "SELECT value FROM powercontext_schema WHERE `key` = ?", ("projection_generation",))
+        return int(rows[0][0]) if rows else 0
+
+    def _bump_projection_generation(self, tx):
+        generation = self._projection_generation(tx) + 1
+        if generation == 1:
+            self._count(tx, "INSERT INTO powercontext_schema (`key`, value) VALUES (?, ?)",
+                        ("projection_generation", "1"))
+        else:
+            self._count(tx, "UPDATE powercontext_schema SET value = ? WHERE `key` = ?",
+                        (str(generation), "projection_generation"))
 
     def _set_projection_revision(self, tx, artifact_id, revision):
         self._count(tx, "UPDATE memory_entry_heads SET head_revision = ? WHERE memory_artifact_id = ?", (revision, artifact_id))

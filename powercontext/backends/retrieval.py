@@ -23,7 +23,7 @@ from ..model import (
 
 from .plans import Retrieval, RetrievalRequest
 from . import centroid
-from .rules import cosine_from_l2, version_content_hash
+from .rules import cosine_from_l2
 
 SEARCH_HEAD_RETRIES = 3
 
@@ -33,25 +33,29 @@ class AuthoritativeRetrieval:
 
     def _retrieve_sync(self, request: RetrievalRequest) -> Retrieval:
         last_error: Exception | None = None
-        for _ in range(SEARCH_HEAD_RETRIES):
+        for attempt in range(SEARCH_HEAD_RETRIES):
             try:
-                return self._retrieve_once(request)
+                return self._retrieve_once(request, attempt)
             except _HeadMoved as exc:  # a concurrent commit between our reads
                 last_error = exc
         raise NotHeadError(f"the selected Memory kept moving during the search: {last_error}")
 
-    def _retrieve_once(self, request: RetrievalRequest) -> Retrieval:
+    def _retrieve_once(self, request: RetrievalRequest, attempt: int = 0) -> Retrieval:
+        """The head check here is the search's only one (the service does not read the
+        head first: one transaction per search)."""
         with self._transaction(write=False) as tx:
             heads = self._read_heads(tx, [r.artifact_id for r in request.memories])
             for ref in request.memories:
                 head = heads.get(ref.artifact_id)
                 if head is None:
                     raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
+                if head != ref.revision and attempt == 0:
+                    raise NotHeadError(f"{ref} is not the head (Revision {head}); search reads current heads only: "
+                                       "pass svc.head(...) or the latest Revision")
                 if head != ref.revision:
                     raise NotHeadError(
                         f"{ref} is no longer the head (now Revision {head}); search the current head"
                     )
-            manifests = {r.artifact_id: self._revision(tx, r).manifest.by_id() for r in request.memories}
             ids = [r.artifact_id for r in request.memories]
             self._check_stored_analyzer(tx)  # stored tokens and query terms from one analyzer
             raw: dict[str, list[tuple[Any, ...]]] = {}
@@ -75,6 +79,14 @@ class AuthoritativeRetrieval:
                 mean = self._centroid(tx, ids)
                 if mean is not None:
                     query_dot_centroid = centroid.dot(request.query_vector, mean)
+            # The manifests are verified Revisions (cached); what is re-read of them is the
+            # chunks holding this search's candidates (revision_store.py).
+            wanted: dict[str, set[str]] = {}
+            for rows in raw.values():
+                for row in rows:
+                    wanted.setdefault(row[0], set()).add(row[1])
+            manifests = {r.artifact_id: self._cached_revision(tx, r, tuple(sorted(wanted.get(r.artifact_id, ()))))
+                         for r in request.memories}
             channels = {name: self._authoritative(tx, name, rows, manifests, request, query_dot_centroid)
                         for name, rows in raw.items()}
             # The head must not have moved while the channel queries ran (READ
@@ -89,15 +101,16 @@ class AuthoritativeRetrieval:
         active, exact version, and a version row whose canonical bytes hash to the
         manifest's hash. Candidate text comes from the version row, not the index."""
         refs = {r.artifact_id: r for r in request.memories}
-        versions = self._versions(tx, [row[2] for row in rows])
+        versions = self._hashed_versions(tx, [row[2] for row in rows])
         out: list[ChannelCandidate] = []
         query_terms = set(request.terms)
         for row in rows:
             # fts: (…, searchable_text); vector: (…, distance, searchable_text)
             memory_id, entry_id, version_id, content_hash, signal = row[:5]
             stored_tokens = (row[4] if channel == "fts" else row[5]).split()
-            item = manifests.get(memory_id, {}).get(entry_id)
-            version = versions.get(version_id)
+            manifest = manifests.get(memory_id)
+            item = None if manifest is None else manifest.item(entry_id)
+            version, version_hash = versions.get(version_id, (None, None))
             if (
                 item is None
                 or item.state != "active"
@@ -106,7 +119,7 @@ class AuthoritativeRetrieval:
                 or version is None
                 or version.entry_id != entry_id
                 or version.memory_artifact_id != memory_id
-                or version_content_hash(version) != item.entry_content_hash
+                or version_hash != item.entry_content_hash
             ):
                 continue
             common = dict(
@@ -161,7 +174,20 @@ class AuthoritativeRetrieval:
         every vector was hash-checked inside the transaction that wrote it)."""
         if not self._vector_complete_cached(tx, ref):
             return False
-        return self._missing_vectors(tx, ref.artifact_id) == 0
+        # Only a rebuild changes a projection without moving the head, and every rebuild
+        # (in any process) bumps the projection generation in its own transaction: the
+        # anti-join (O(entries): 8+ ms at 10k) runs once per head and generation.
+        key = (ref, self._projection_generation(tx))
+        with self._completeness_lock:
+            if key in self._present:
+                return True
+        present = self._missing_vectors(tx, ref.artifact_id) == 0
+        if present:
+            with self._completeness_lock:
+                if len(self._present) > 4096:
+                    self._present.clear()
+                self._present[key] = True
+        return present
 
     def _vector_complete_cached(self, tx: Any, ref: ArtifactRef) -> bool:
         with self._completeness_lock:
@@ -203,3 +229,4 @@ class AuthoritativeRetrieval:
 
 class _HeadMoved(Exception):
     pass
+

@@ -52,6 +52,10 @@ CREATE TABLE IF NOT EXISTS artifact_revisions (
     lineage_hash TEXT,
     PRIMARY KEY (artifact_id, revision)
 );
+CREATE TABLE IF NOT EXISTS artifact_manifest_chunks (
+    chunk_key TEXT PRIMARY KEY,
+    content TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS artifact_heads (
     artifact_id TEXT PRIMARY KEY,
     revision INTEGER NOT NULL,
@@ -170,6 +174,7 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             if "lineage_hash" not in columns:  # created before lineage was hashed
                 tx.execute("ALTER TABLE artifact_revisions ADD COLUMN lineage_hash TEXT")
             self._backfill_lineage_hashes(tx, lineage_hash)
+            self._migrate_inline_revisions(tx)
             stored = dict(tx.execute("SELECT key, value FROM powercontext_schema").fetchall())
             records, version = schema_records(stored, self.path, self._requested_analyzer)
             for key, value in records:
@@ -224,8 +229,10 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         """Capability comes from a real round trip, not from compile options."""
         with self._transaction(write=True) as tx:
             tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (-1, 'u_4e2d probe')")
+            # rowid = -1 only: stored entries may contain the probe token too (any 中)
             hit = tx.execute(
-                "SELECT rowid FROM memory_entry_search_fts WHERE memory_entry_search_fts MATCH ?", ('"u_4e2d"',)
+                "SELECT rowid FROM memory_entry_search_fts WHERE memory_entry_search_fts MATCH ? AND rowid = -1",
+                ('"u_4e2d"',),
             ).fetchall()
             tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = -1")
         if hit != [(-1,)]:
@@ -264,6 +271,11 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     def _count(self, tx, sql, params=()):
         tx.execute(sql, tuple(params))
         return self._con.changes()
+
+    def _insert_chunks(self, tx, chunks):
+        tx.executemany(
+            "INSERT OR IGNORE INTO artifact_manifest_chunks (chunk_key, content) VALUES (?, ?)", list(chunks.items())
+        )
 
     def _is_unique_violation(self, exc: BaseException) -> bool:
         message = str(exc).upper()

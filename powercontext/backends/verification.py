@@ -133,7 +133,7 @@ class VerifiedReads:
     def _verify_one_link(self, tx: Any, v: MemoryEntryVersion, chain: dict[str, MemoryEntryVersion]) -> None:
         where = f"entry {v.entry_id!r} version {v.entry_version_id!r} of {v.memory_artifact_id!r}"
         try:
-            created = self._revision(tx, ArtifactRef(v.memory_artifact_id, v.created_in_revision))
+            created = self._revision(tx, ArtifactRef(v.memory_artifact_id, v.created_in_revision), (v.entry_id,))
         except ArtifactNotFoundError:
             raise InvalidCitationError(
                 f"{where}: created_in_revision {v.created_in_revision} is not a Revision of this Memory (altered row)"

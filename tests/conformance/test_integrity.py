@@ -50,9 +50,14 @@ async def test_altered_entry_row_is_refused_by_expand_and_cite(svc):
 async def test_altered_revision_row_is_refused(svc):
     sc = await revision_one(svc)
     citation = await svc.cite(sc.r1.ref, sc.e01a.entry_id, sc.e01a.entry_version_id)
-    await sql(svc, "UPDATE artifact_revisions SET content = REPLACE(content, '\"active\"', '\"inactive\"')")
+    # the manifest's bytes live in content-addressed chunks (manifest_chunks.py) …
+    await sql(svc, "UPDATE artifact_manifest_chunks SET content = REPLACE(content, '\"active\"', '\"inactive\"')")
     with pytest.raises(pc.InvalidCitationError):
         await svc.expand((citation,))
+    # … and the row keeps the list of them: reordering it is an alteration too
+    await sql(svc, "UPDATE artifact_revisions SET content = REPLACE(content, 'chunks-v1 ', 'chunks-v1  ')")
+    with pytest.raises(pc.InvalidCitationError):
+        await svc.revision(sc.r1.ref)
 
 
 async def test_failure_after_revision_insert_leaves_nothing(svc, monkeypatch):

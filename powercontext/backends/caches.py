@@ -1,0 +1,87 @@
+"""Byte-bounded LRU caches of verified reads (issue 15).
+
+A cached Revision of a 10k-entry Memory holds megabytes; bounding such a cache by a count
+of items bounds nothing. Each item is put with its approximate size in bytes and the
+least recently used items go first when the total would exceed ``max_bytes``. An item
+larger than the whole budget is simply not kept. Thread-safe (the OceanBase adapter
+reads from several worker threads).
+
+Budgets: ``POWERCONTEXT_REVISION_CACHE_MB`` (default 64) and
+``POWERCONTEXT_VERSION_CACHE_MB`` (default 16), or set ``max_bytes`` on a backend's
+``revision_cache`` / ``version_cache`` at run time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Hashable
+
+
+def budget_from_env(name: str, default_mb: float) -> int:
+    raw = os.environ.get(name)
+    try:
+        mb = float(raw) if raw else default_mb
+    except ValueError:
+        mb = default_mb
+    return max(0, int(mb * 2**20))
+
+
+class ByteLRU:
+    def __init__(self, max_bytes: int) -> None:
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.max_bytes = max_bytes
+
+    @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, value: int) -> None:
+        with self._lock:
+            self._max_bytes = int(value)
+            self._trim()
+
+    def _trim(self) -> None:
+        while self._bytes > self._max_bytes and self._items:
+            _, (_, size) = self._items.popitem(last=False)
+            self._bytes -= size
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable) -> Any | None:
+        with self._lock:
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
+
+    def put(self, key: Hashable, value: Any, nbytes: int) -> None:
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._bytes -= old[1]
+            if nbytes > self._max_bytes:
+                return
+            self._items[key] = (value, nbytes)
+            self._bytes += nbytes
+            self._trim()
+
+    def discard_if(self, predicate: Callable[[Hashable], bool]) -> None:
+        with self._lock:
+            for key in [k for k in self._items if predicate(k)]:
+                self._bytes -= self._items.pop(key)[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0

@@ -1,0 +1,224 @@
+"""How a Revision's canonical content is stored: content-addressed chunks shared between
+Revisions, so that a Revision costs storage proportional to its changes (issue 15).
+
+The RFC fixes the flat-v1 manifest, its canonical bytes and its content hash; it does
+not fix how rows store them. The canonical text of a MemoryContent is
+
+    {"changes":[…],"manifest":{"entries":[E1,E2,…],"format":"flat-v1"},"schema":"…"}
+
+(RFC 8785 sorts the keys, so this is its exact shape). It is cut into *leaves*: the
+head (everything up to and including ``"entries":[``, i.e. the change list), groups of
+consecutive manifest entries, and the tail. Group boundaries are chosen by the entry
+ids (content-defined: a group ends after an entry whose id hashes to 0 mod
+``LEAF_TARGET``, or at ``LEAF_CAP`` entries), so an edit, insert or append changes
+the one group it falls in and every other group — and its chunk — is shared with the
+base Revision. The group keys are grouped the same way into *index* chunks. A
+Revision row then stores only its *root*::
+
+    chunks-v1 <head key> <tail key> <index key> <index key> …
+
+Every chunk is stored once under ``sha256(domain ‖ text)``: a chunk whose text does not
+hash to its key is refused on read, and the reassembled text must still hash to the
+Revision's content hash (base.py), so altering any chunk or the root is detected.
+Rows written before chunking hold the canonical text itself (it starts with ``{``);
+both forms read the same, and ``migrate`` in the adapters converts the old form.
+
+Encoding reuses the canonical text of every group that the base Revision already had
+(``Layout``), so a one-entry commit encodes one group, not the whole manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence
+
+from .. import canonical
+from ..errors import InvalidCitationError
+from ..model import MemoryChange, MemoryContent, MemoryManifest, MemoryManifestEntry
+
+ROOT_PREFIX = "chunks-v1 "
+CHUNK_DOMAIN = b"powercontext:manifest-chunk:v1\0"
+# Mean entries per group: ~3.4 KB of canonical text. Smaller groups make a change and
+# a search's re-check of its candidates' chunks cheaper; the index chunks keep the
+# root short (10k entries: ~10 index keys; 100k: ~100).
+LEAF_TARGET = 16
+LEAF_CAP = 64
+INDEX_TARGET = 64  # mean group keys per index chunk
+INDEX_CAP = 256
+_ENTRIES_OPEN = ',"manifest":{"entries":['
+_ENTRIES_CLOSE = '],"format":'
+
+
+def chunk_key(text: str) -> str:
+    return hashlib.sha256(CHUNK_DOMAIN + text.encode("utf-8")).hexdigest()
+
+
+def is_chunked(stored: str) -> bool:
+    return stored.startswith(ROOT_PREFIX)
+
+
+@dataclass(frozen=True)
+class Group:
+    entries: tuple[MemoryManifestEntry, ...]
+    text: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A verified Revision's canonical text as stored: what the next commit reuses."""
+
+    root: str
+    groups: tuple[Group, ...]
+    others: tuple[tuple[str, str], ...] = ()  # (key, text) of the head, tail and index chunks
+
+    def reusable(self) -> dict[str, Group]:
+        """Groups by their first entry id (the caller compares the whole group: the
+        service builds a new manifest from the base's entry objects, so comparing an
+        unchanged group is mostly identity checks)."""
+        return {g.entries[0].entry_id: g for g in self.groups}
+
+    @property
+    def nbytes(self) -> int:
+        """Approximate memory held (text + entry objects), for byte-bounded caches."""
+        return len(self.root) + sum(len(t) for _, t in self.others) + sum(len(g.text) + 64 * len(g.entries) + 120 for g in self.groups)
+
+
+@dataclass(frozen=True)
+class Encoded:
+    text: str
+    content_hash: str
+    root: str
+    chunks: Mapping[str, str]  # every chunk the root reaches: key -> text
+    layout: Layout
+
+
+def _groups(entries: Sequence[MemoryManifestEntry], target: int, cap: int) -> list[tuple[MemoryManifestEntry, ...]]:
+    entries = tuple(entries)
+    ends = [zlib.crc32(e.entry_id.encode("utf-8")) % target == 0 for e in entries]
+    out, start = [], 0
+    for i, end in enumerate(ends):
+        if end or i + 1 - start >= cap:
+            out.append(entries[start:i + 1])
+            start = i + 1
+    if start < len(entries):
+        out.append(entries[start:])
+    return out
+
+
+def _index(keys: Sequence[str], target: int, cap: int) -> list[list[str]]:
+    out, current = [], []
+    for k in keys:
+        current.append(k)
+        if len(current) >= cap or int(k[:8], 16) % target == 0:
+            out.append(current)
+            current = []
+    if current:
+        out.append(current)
+    return out
+
+
+def _head(changes: Iterable[MemoryChange]) -> str:
+    return '{"changes":' + canonical.canonical_text([c.to_canonical() for c in changes]) + _ENTRIES_OPEN
+
+
+def _tail(manifest: MemoryManifest, schema: str) -> str:
+    return (_ENTRIES_CLOSE + canonical.canonical_text(manifest.format) + '},"schema":'
+            + canonical.canonical_text(schema) + "}")
+
+
+def encode(content: MemoryContent, base: Layout | None = None, *, leaf_target: int = LEAF_TARGET,
+           leaf_cap: int = LEAF_CAP, index_target: int = INDEX_TARGET, index_cap: int = INDEX_CAP) -> Encoded:
+    """The canonical text, content hash and chunks of ``content``; groups that ``base``
+    already holds are reused as they are (their text is canonical already)."""
+    reuse = base.reusable() if base is not None else {}
+    head = _head(content.changes)
+    tail = _tail(content.manifest, content.schema)
+    groups = []
+    for entries in _groups(content.manifest.entries, leaf_target, leaf_cap):
+        group = reuse.get(entries[0].entry_id)
+        if group is None or group.entries != entries:
+            # one canonicalization per group: the array's text without its brackets
+            text = canonical.canonical_text([e.to_canonical() for e in entries])[1:-1]
+            group = Group(entries, text, chunk_key(text))
+        groups.append(group)
+    text = head + ",".join(g.text for g in groups) + tail
+    data = text.encode("utf-8")
+    content_hash = canonical.sha256_hex(canonical.ARTIFACT_CONTENT_DOMAIN, data)
+    chunks = {chunk_key(head): head, chunk_key(tail): tail}
+    chunks.update((g.key, g.text) for g in groups)
+    index_keys = []
+    for keys in _index([g.key for g in groups], index_target, index_cap):
+        index_text = " ".join(keys)
+        key = chunk_key(index_text)
+        chunks[key] = index_text
+        index_keys.append(key)
+    root = ROOT_PREFIX + " ".join([chunk_key(head), chunk_key(tail), *index_keys])
+    group_keys = {g.key for g in groups}
+    others = tuple((k, t) for k, t in chunks.items() if k not in group_keys)
+    return Encoded(text, content_hash, root, chunks, Layout(root, tuple(groups), others))
+
+
+Fetch = Callable[[list[str]], Mapping[str, str]]
+
+
+def _fetch_verified(fetch: Fetch, keys: list[str], where: str) -> dict[str, str]:
+    got = dict(fetch(list(dict.fromkeys(keys))))
+    for key in keys:
+        text = got.get(key)
+        if text is None:
+            raise InvalidCitationError(f"{where}: manifest chunk {key[:12]}… is missing (altered or deleted row)")
+        if chunk_key(text) != key:
+            raise InvalidCitationError(f"{where}: manifest chunk {key[:12]}… does not hash to its key (altered row)")
+    return got
+
+
+def _root_keys(root: str, where: str) -> list[str]:
+    keys = root[len(ROOT_PREFIX):].split(" ")
+    if len(keys) < 2 or any(len(k) != 64 for k in keys):
+        raise InvalidCitationError(f"{where}: its chunk list is malformed (altered row)")
+    return keys
+
+
+def head_key(root: str) -> str | None:
+    """The key of a chunked Revision's head chunk (its change list), if well-formed."""
+    key = root[len(ROOT_PREFIX):len(ROOT_PREFIX) + 64]
+    return key if len(key) == 64 else None
+
+
+def read_changes(root: str, fetch: Fetch, where: str) -> tuple[MemoryChange, ...]:
+    """The change list of a chunked Revision from its head chunk alone (hash-checked
+    against its key): what ``changes()`` needs, without the manifest."""
+    head_key = _root_keys(root, where)[0]
+    head = _fetch_verified(fetch, [head_key], where)[head_key]
+    if not head.startswith('{"changes":') or not head.endswith(_ENTRIES_OPEN):
+        raise InvalidCitationError(f"{where}: its change list chunk is malformed (altered row)")
+    try:
+        data = json.loads(head[len('{"changes":'):-len(_ENTRIES_OPEN)])
+        return tuple(MemoryChange(**c) for c in data)
+    except (ValueError, TypeError) as exc:
+        raise InvalidCitationError(f"{where}: its change list does not parse (altered row): {exc}"[:500]) from None
+
+
+def decode(root: str, fetch: Fetch, where: str) -> tuple[str, Layout]:
+    """Reassemble the exact stored text of a chunked Revision (every chunk checked
+    against its key) and the layout of its groups. The caller still checks the text
+    against the Revision's content hash and canonical form."""
+    head_key, tail_key, *index_keys = _root_keys(root, where)
+    indexes = _fetch_verified(fetch, index_keys, where)
+    group_keys = [k for ik in index_keys for k in indexes[ik].split(" ") if k]
+    leaves = _fetch_verified(fetch, [head_key, tail_key, *group_keys], where)
+    groups = []
+    for key in group_keys:
+        text = leaves[key]
+        try:
+            entries = tuple(MemoryManifestEntry(**e) for e in json.loads("[" + text + "]"))
+        except (ValueError, TypeError) as exc:
+            raise InvalidCitationError(f"{where}: manifest chunk {key[:12]}… does not parse (altered row): {exc}"[:500]) from None
+        groups.append(Group(entries, text, key))
+    text = leaves[head_key] + ",".join(g.text for g in groups) + leaves[tail_key]
+    others = ((head_key, leaves[head_key]), (tail_key, leaves[tail_key]), *((k, indexes[k]) for k in index_keys))
+    return text, Layout(root, tuple(groups), tuple(dict(others).items()))

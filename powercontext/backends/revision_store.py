@@ -1,0 +1,220 @@
+"""Revision rows in and out: chunked manifest storage (``manifest_chunks``), the
+byte-bounded cache of verified Revisions, and ``changes()`` from change lists alone.
+
+What a read checks (RFC 000: reading a Revision compares ID, hash and canonical bytes):
+
+* a Revision not in the cache is reassembled from its chunks (each must hash to its
+  key), parsed, re-encoded canonically and compared with the content hash; its lineage
+  likewise. Only then is it cached, with the exact stored root row.
+* a cached Revision is served only if its stored root row (chunk list, content hash,
+  lineage, lineage hash) is still exactly the cached one, and — depending on what the
+  caller returns — the chunks behind it still hold the cached text: ``check="all"``
+  re-reads every chunk (reads returning a whole manifest), an iterable of entry ids
+  re-reads the chunks holding those entries (search candidates, citations), and
+  ``check="root"`` trusts content-addressed chunks that were verified when cached
+  (commit bases: the new Revision is built on the verified base either way, and an
+  altered chunk it shares is still refused by every later read of it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .. import canonical
+from ..errors import ArtifactNotFoundError, InvalidCitationError, InvalidMemoryRequestError
+from ..model import ArtifactRef, MemoryContent, MemoryRevision, MemoryRevisionChanges, RevisionLineage
+from . import manifest_chunks as mc
+from .caches import ByteLRU, budget_from_env
+from .rules import lineage_hash, stored_row
+
+ENTRY_OBJECT_BYTES = 500  # a parsed MemoryManifestEntry with its four strings, and its index slots
+
+
+@dataclass
+class CachedRevision:
+    row: tuple[Any, ...]
+    revision: MemoryRevision
+    layout: mc.Layout
+    nbytes: int
+    _group_of: dict[str, int] | None = field(default=None, repr=False)
+    _items: dict[str, Any] | None = field(default=None, repr=False)
+
+    def item(self, entry_id: str):
+        """The manifest item of one entry (a dict built once per cached Revision)."""
+        if self._items is None:
+            self._items = self.revision.manifest.by_id()
+        return self._items.get(entry_id)
+
+    def group_keys(self, entry_ids: Iterable[str]) -> list[str]:
+        if self._group_of is None:
+            self._group_of = {e.entry_id: i for i, g in enumerate(self.layout.groups) for e in g.entries}
+        groups = self.layout.groups
+        return list(dict.fromkeys(groups[self._group_of[e]].key for e in entry_ids if e in self._group_of))
+
+
+class RevisionStore:
+    """Mixin of DatabaseMemoryBackend. Adapters provide ``_read_chunks(tx, keys)`` →
+    {key: text} and ``_insert_chunks(tx, {key: text})`` (insert-or-ignore)."""
+
+    def _init_revision_store(self) -> None:
+        self.revision_cache = ByteLRU(budget_from_env("POWERCONTEXT_REVISION_CACHE_MB", 64))
+
+    # ---------------------------------------------------------------- reads
+
+    def _revision(self, tx: Any, ref: ArtifactRef, check: Any = "all") -> MemoryRevision:
+        return self._cached_revision(tx, ref, check).revision
+
+    def _cached_revision(self, tx: Any, ref: ArtifactRef, check: Any = "all") -> CachedRevision:
+        row = self._read_revision(tx, ref.artifact_id, ref.revision)
+        if row is None:
+            if self._read_head(tx, ref.artifact_id) is None:
+                raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
+            raise ArtifactNotFoundError(f"Memory {ref.artifact_id!r} has no Revision {ref.revision}")
+        row = tuple(row)
+        cached = self.revision_cache.get(ref)
+        if cached is not None and cached.row == row and self._chunks_unchanged(tx, cached, check):
+            return cached
+        return self._verify_revision(tx, ref, row)
+
+    def _chunks_unchanged(self, tx: Any, cached: CachedRevision, check: Any) -> bool:
+        if check == "root" or not mc.is_chunked(cached.row[0]):
+            return True  # an inline row was compared whole with the root row
+        groups = {g.key: g.text for g in cached.layout.groups}
+        if check == "all":
+            groups.update(cached.layout.others)
+            keys = list(groups)
+        else:
+            keys = cached.group_keys(check)
+        if not keys:
+            return True
+        stored = self._read_chunks(tx, keys)
+        return all(stored.get(k) == groups[k] for k in keys)
+
+    def _verify_revision(self, tx: Any, ref: ArtifactRef, row: tuple[Any, ...]) -> CachedRevision:
+        """Load a Revision and prove its stored bytes are canonical and hash to the
+        stored content hash: corruption of a Revision row or chunk is never read as truth."""
+        stored_content, content_hash, lineage_text, stored_lineage_hash = row
+        where = f"Revision {ref}"
+        stored_layout = None
+        if mc.is_chunked(stored_content):
+            text, stored_layout = mc.decode(stored_content, lambda keys: self._read_chunks(tx, keys), where)
+        else:
+            text = stored_content
+        with stored_row(where):
+            content = MemoryContent.from_json(text)
+            lineage = RevisionLineage.from_json(lineage_text)
+        encoded = mc.encode(content)
+        if (encoded.text, encoded.content_hash) != (text, content_hash):
+            raise InvalidCitationError(f"Revision {ref} does not match its content hash: the row was altered")
+        if (lineage_hash(lineage_text) != stored_lineage_hash
+                or canonical.canonical_text(lineage.to_canonical()) != lineage_text):
+            raise InvalidCitationError(f"Revision {ref}: its lineage does not match its lineage hash: the row was altered")
+        revision = MemoryRevision(ref=ref, content=content, content_hash=content_hash, lineage=lineage)
+        layout = encoded.layout
+        if stored_layout is not None:
+            # the stored grouping (what a chunk re-check compares), over the very entry
+            # objects of the manifest (so the next commit's reuse is identity checks)
+            groups, offset = [], 0
+            for g in stored_layout.groups:
+                groups.append(mc.Group(content.manifest.entries[offset:offset + len(g.entries)], g.text, g.key))
+                offset += len(g.entries)
+            layout = mc.Layout(stored_layout.root, tuple(groups), stored_layout.others)
+        return self._remember_verified(ref, row, revision, layout)
+
+    def _remember_verified(self, ref, row, revision, layout) -> CachedRevision:
+        nbytes = layout.nbytes + len(row[2]) + ENTRY_OBJECT_BYTES * len(revision.manifest.entries)
+        cached = CachedRevision(row, revision, layout, nbytes)
+        self.revision_cache.put(ref, cached, nbytes)
+        return cached
+
+    # ---------------------------------------------------------------- writes
+
+    def _encode_plan(self, plan) -> mc.Encoded:
+        """Outside the write transaction: the canonical text and chunks of the new
+        content, reusing the canonical text of every group the cached base holds."""
+        base = None
+        if plan.base_revision is not None:
+            cached = self.revision_cache.get(ArtifactRef(plan.artifact_id, plan.base_revision))
+            base = None if cached is None else cached.layout
+        return mc.encode(plan.content, base, **self.chunk_sizes)
+
+    chunk_sizes: dict[str, int] = {}
+
+    def _store_revision(self, tx: Any, plan, encoded: mc.Encoded, family: str, lineage_text: str,
+                        base: CachedRevision | None) -> tuple[Any, ...]:
+        """Insert the chunks the base does not already reference and the Revision row;
+        return the row as stored (what later reads compare with)."""
+        known = set() if base is None else _reachable(base.layout, base.row[0])
+        new = {k: t for k, t in encoded.chunks.items() if k not in known}
+        if new:
+            self._insert_chunks(tx, new)
+        row = (encoded.root, encoded.content_hash, lineage_text, lineage_hash(lineage_text))
+        self._insert_revision(tx, plan.artifact_id, plan.next_revision, family, *row)
+        return row
+
+    # ---------------------------------------------------------------- history
+
+    def _changes_sync(self, ref: ArtifactRef, since: int | None) -> tuple[MemoryRevisionChanges, ...]:
+        """Change lists only: a chunked Revision's head chunk (hash-checked against its
+        key), so the cost is linear in the changes read, not in manifests."""
+        if since is not None and (not isinstance(since, int) or isinstance(since, bool) or since < 0):
+            raise InvalidMemoryRequestError(f"since_revision must be None or an integer ≥ 0, got {since!r}")
+        with self._transaction(write=False) as tx:
+            head = self._read_head(tx, ref.artifact_id)
+            if head is None:
+                raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
+            if ref.revision < 1 or ref.revision > head:
+                raise ArtifactNotFoundError(f"Memory {ref.artifact_id!r} has no Revision {ref.revision} (head is {head})")
+            lo = ref.revision - 1 if since is None else since
+            if lo > ref.revision:
+                raise InvalidMemoryRequestError(f"since_revision {since} is after the target Revision {ref.revision}")
+            rows = self._read_revision_range(tx, ref.artifact_id, lo + 1, ref.revision)
+            heads = [mc.head_key(c) for _, c, _ in rows if mc.is_chunked(c)]
+            fetched = self._read_chunks(tx, [k for k in heads if k]) if heads else {}
+            out = []
+            for revision, stored, content_hash in rows:
+                where = f"Revision {ref.artifact_id}@{revision}"
+                if mc.is_chunked(stored):
+                    changes = mc.read_changes(stored, lambda keys: {k: fetched[k] for k in keys if k in fetched}, where)
+                else:
+                    with stored_row(where):
+                        content = MemoryContent.from_json(stored)
+                    if content.canonical() != (stored, content_hash):
+                        raise InvalidCitationError(f"Revision {ref.artifact_id}@{revision} does not match its content hash")
+                    changes = content.changes
+                out.append(MemoryRevisionChanges(ArtifactRef(ref.artifact_id, revision), changes))
+            return tuple(out)
+
+    # ---------------------------------------------------------------- migration
+
+    def _migrate_inline_revisions(self, tx: Any) -> int:
+        """Rows written before chunked storage hold the whole canonical text: store it
+        as chunks and keep only the root in the row. A row that does not verify is left
+        as it is (reads keep refusing it; migration must not launder an altered row)."""
+        todo = self._inline_revision_keys(tx)
+        layout = None
+        previous = None
+        for artifact_id, revision in todo:
+            if artifact_id != previous:
+                layout, previous = None, artifact_id
+            row = self._read_revision(tx, artifact_id, revision)
+            text, content_hash = row[0], row[1]
+            try:
+                content = MemoryContent.from_json(text)
+            except (ValueError, KeyError, TypeError):
+                continue
+            encoded = mc.encode(content, layout, **self.chunk_sizes)
+            if (encoded.text, encoded.content_hash) != (text, content_hash):
+                continue
+            self._insert_chunks(tx, dict(encoded.chunks))
+            self._set_revision_content(tx, artifact_id, revision, encoded.root)
+            layout = encoded.layout
+        return len(todo)
+
+
+def _reachable(layout: mc.Layout, root: str) -> set[str]:
+    """Chunk keys a stored Revision already references (its root's keys and groups)."""
+    if not mc.is_chunked(root):
+        return set()
+    return set(root[len(mc.ROOT_PREFIX):].split(" ")) | {g.key for g in layout.groups}
