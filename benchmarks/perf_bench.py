@@ -42,7 +42,6 @@ import random
 import resource
 import statistics
 import struct
-import sys
 import tempfile
 import threading
 import time

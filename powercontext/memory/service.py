@@ -24,7 +24,6 @@ from ..errors import (
     CapabilityNotSupportedError,
     EmbeddingUnavailableError,
     InvalidMemoryRequestError,
-    NotHeadError,
     RevisionConflictError,
 )
 from ..model import (
@@ -135,7 +134,7 @@ class MemoryService:
         if state not in ("active", "inactive", "all"):
             raise InvalidMemoryRequestError("state must be 'active', 'inactive' or 'all'")
         ref = as_ref(memory)
-        revision = await self.backend.load_revision(ref)
+        revision = await self.backend.load_revision(ref, check="root")  # load_versions re-checks what it returns
         ids = [e.entry_id for e in revision.manifest.entries if state == "all" or e.state == state]
         versions = await self.backend.load_versions(ref, ids)
         return tuple(versions[i] for i in ids)
@@ -189,7 +188,9 @@ class MemoryService:
     async def _base(self, memory: Any) -> MemoryRevision:
         ref = as_ref(memory)
         await self._require_head(ref, RevisionConflictError, "reread the head and retry")
-        return await self.backend.load_revision(ref)
+        # the backend re-validates the plan against this base inside the commit; a
+        # cached base is not re-read chunk by chunk (revision_store.py)
+        return await self.backend.load_revision(ref, check="root")
 
     @staticmethod
     def _evidence(sources: Iterable[Any], artifacts: Iterable[Any]) -> tuple[tuple[SourceRef, ...], tuple[ArtifactRef, ...]]:
@@ -556,10 +557,8 @@ class MemoryService:
         refs = tuple(dict.fromkeys(as_ref(m) for m in arguments.sequence(memories, "memories")))
         if not refs:
             raise InvalidMemoryRequestError("search needs at least one explicit Memory")
-        for ref in refs:
-            await self._require_head(
-                ref, NotHeadError, "search reads current heads only: pass svc.head(...) or the latest Revision"
-            )
+        # Each ref must be its Memory's head: checked by the backend inside the search's
+        # read transaction (NotHeadError / ArtifactNotFoundError), not by a round trip here.
         return refs
 
     async def _plan_mode(self, mode: str, refs: tuple[ArtifactRef, ...]) -> tuple[str, str | None]:
