@@ -49,7 +49,8 @@ ID = "VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 HASH = "CHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 BIN_TEXT = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 ER_DUP_ENTRY = 1062
-PACKET_MARGIN = 4096  # protocol header and statement framing around the SQL text
+PACKET_MARGIN = 4096
+FTS_PUSHDOWN_MARGIN = 8  # extra rows read by the unfiltered full-text query (ties at the k-th score)  # protocol header and statement framing around the SQL text
 
 _CORE_DDL = [
     f"""CREATE TABLE IF NOT EXISTS powercontext_schema (
@@ -523,13 +524,29 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     # ------------------------------------------------------------- search
 
     def _fts_query(self, tx, artifact_ids, terms, k):
-        # Natural-language mode ORs the space-separated analyzer tokens; no operator
-        # syntax is ever sent.
+        """Top-k by (score desc, memory, entry). The server pushes ORDER BY score LIMIT
+        into its text retrieval scan only without other predicates (EXPLAIN: a bare
+        TEXT RETRIEVAL SCAN; with ``memory_artifact_id = …`` or ``IN (…)`` it scores
+        every match and sorts them: TOP-N SORT over the scan — one MATCH per Memory
+        does not bring the pushdown back). So the unfiltered top ``k + margin`` is read
+        first; it is the exact answer when every row belongs to the searched Memories
+        and the k-th score is not tied with the last row read (or fewer rows matched).
+        Otherwise the filtered query runs, as before."""
         text = " ".join(terms)
+        selected = set(artifact_ids)
+        margin = k + FTS_PUSHDOWN_MARGIN
+        score = "MATCH(searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE)"
+        columns = f"memory_artifact_id, entry_id, entry_version_id, entry_content_hash, searchable_text, {score} AS score"
+        tx.execute(f"SELECT {columns} FROM memory_entry_heads WHERE {score} ORDER BY score DESC LIMIT %s",
+                   (text, text, margin))
+        rows = [tuple(r) for r in tx.fetchall()]
+        if all(r[0] in selected for r in rows) and (len(rows) < margin or rows[-1][5] < sorted(
+                (r[5] for r in rows), reverse=True)[min(k, len(rows)) - 1]):
+            rows.sort(key=lambda r: (-r[5], r[0], r[1]))
+            return [r[:5] for r in rows[:k]]
         tx.execute(
-            "SELECT memory_artifact_id, entry_id, entry_version_id, entry_content_hash, searchable_text, "
-            "MATCH(searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AS score FROM memory_entry_heads "
-            f"WHERE MATCH(searchable_text) AGAINST (%s IN NATURAL LANGUAGE MODE) AND memory_artifact_id IN ({_marks(len(artifact_ids))}) "
+            f"SELECT {columns} FROM memory_entry_heads WHERE {score} "
+            f"AND memory_artifact_id IN ({_marks(len(artifact_ids))}) "
             "ORDER BY score DESC, memory_artifact_id, entry_id LIMIT %s",
             (text, text, *artifact_ids, k),
         )
