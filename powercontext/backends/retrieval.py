@@ -79,13 +79,12 @@ class AuthoritativeRetrieval:
                 mean = self._centroid(tx, ids)
                 if mean is not None:
                     query_dot_centroid = centroid.dot(request.query_vector, mean)
-            # The manifests are verified Revisions (cached); what is re-read of them is the
-            # chunks holding this search's candidates (revision_store.py).
-            wanted: dict[str, set[str]] = {}
-            for rows in raw.values():
-                for row in rows:
-                    wanted.setdefault(row[0], set()).add(row[1])
-            manifests = {r.artifact_id: self._cached_revision(tx, r, tuple(sorted(wanted.get(r.artifact_id, ()))))
+            # The manifests are the verified head Revisions (cached; their root rows are
+            # re-read and compared). Candidates are checked against them exactly, and a
+            # candidate's text comes from its version row hashed against the manifest;
+            # chunks are not re-read per search (revision_store.py: reads that return
+            # manifest content re-check theirs).
+            manifests = {r.artifact_id: self._cached_revision(tx, r, "root")
                          for r in request.memories}
             channels = {name: self._authoritative(tx, name, rows, manifests, request, query_dot_centroid)
                         for name, rows in raw.items()}
