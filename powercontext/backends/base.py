@@ -64,9 +64,9 @@ from .rules import (  # noqa: F401  (re-exported)
     version_content_hash,
 )
 from . import centroid
-from .caches import ByteLRU, budget_from_env
 from .resilience import DriverErrors
 from .revision_store import RevisionStore
+from .version_rows import VersionRows
 from .validation import CommitValidation
 from .verification import MemoryVerification, VerifiedReads
 
@@ -77,7 +77,7 @@ IN_LIST_SIZE = 1000
 # -------------------------------------------------------------------------- backend
 
 
-class DatabaseMemoryBackend(DriverErrors, RevisionStore, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
+class DatabaseMemoryBackend(DriverErrors, RevisionStore, VersionRows, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
     """Async MemoryBackend over synchronous adapter primitives."""
 
     name: str = "database"
@@ -98,7 +98,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, VerifiedReads, CommitVa
         # Verified Revisions (revision_store.py) and verified entry-version rows, each
         # keyed by the exact stored values: re-verifying costs far more than the query.
         self._init_revision_store()
-        self.version_cache = ByteLRU(budget_from_env("POWERCONTEXT_VERSION_CACHE_MB", 16))
+        self._init_version_rows()
         self._init_verified_reads()
 
     # ---------------------------------------------------------------- async facade
@@ -203,63 +203,6 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, VerifiedReads, CommitVa
                 out[entry_id] = version
             self._verify_identities(tx, out.values())
             return out
-
-    def _versions(self, tx: Any, version_ids: Sequence[str]) -> dict[str, MemoryEntryVersion]:
-        return {v.entry_version_id: v for v, _ in self._hashed_versions(tx, version_ids).values()}
-
-    def _hashed_versions(self, tx: Any, version_ids: Sequence[str]) -> dict[str, tuple[MemoryEntryVersion, str]]:
-        """Version rows decoded with the hash of their canonical content. A row whose
-        exact stored values were decoded and hashed before is served from the cache
-        (same values in, same version and hash out: nothing is trusted that was not
-        computed from these very values)."""
-        ids = list(dict.fromkeys(version_ids))
-        out: dict[str, tuple[MemoryEntryVersion, str]] = {}
-        for part in self._in_lists(ids):
-            for row in self._read_versions(tx, part):
-                row = tuple(row)
-                hit = self.version_cache.get(row)
-                if hit is None:
-                    version = self._version_from_row(row)
-                    hit = (version, version_content_hash(version))
-                    self.version_cache.put(row, hit, 2 * sum(len(str(c)) for c in row) + 600)
-                out[row[2]] = hit
-        return out
-
-    def _in_lists(self, values: Sequence[Any]) -> list[list[Any]]:
-        """Split the values one statement would bind into lists the server accepts."""
-        size = max(1, int(self.in_list_size))
-        return [list(values[i:i + size]) for i in range(0, len(values), size)]
-
-    @staticmethod
-    def _version_from_row(row: Sequence[Any]) -> MemoryEntryVersion:
-        with stored_row("an entry version"):
-            return DatabaseMemoryBackend._decode_version(row)
-
-    @staticmethod
-    def _decode_version(row: Sequence[Any]) -> MemoryEntryVersion:
-        (memory_id, entry_id, version_id, version, previous, kind, text, source_refs,
-         artifact_refs, content_hash, created) = row
-        return MemoryEntryVersion(
-            memory_artifact_id=memory_id,
-            entry_id=entry_id,
-            entry_version_id=version_id,
-            version=int(version),
-            previous_version_id=previous,
-            kind=kind,
-            text=text,
-            sources=source_refs_from_json(source_refs),
-            artifacts=artifact_refs_from_json(artifact_refs),
-            entry_content_hash=content_hash,
-            created_in_revision=int(created),
-        )
-
-    @staticmethod
-    def _version_row(v: MemoryEntryVersion) -> tuple[Any, ...]:
-        return (
-            v.memory_artifact_id, v.entry_id, v.entry_version_id, v.version, v.previous_version_id,
-            v.kind, v.text, refs_to_json(v.sources), refs_to_json(v.artifacts),
-            v.entry_content_hash, v.created_in_revision,
-        )
 
     def _expand_sync(self, citations: tuple[Any, ...]) -> tuple[MemoryEntryVersion, ...]:
         with self._transaction(write=False) as tx:

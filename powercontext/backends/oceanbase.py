@@ -30,7 +30,6 @@ from ..errors import (
     ConnectionLostError,
     InvalidMemoryRequestError,
     PowerContextError,
-    ServerLimitError,
 )
 from ..model import EmbeddingProfile
 from ..redaction import redact
@@ -38,6 +37,7 @@ from .. import analyzer as analyzer_module
 from . import centroid
 from .base import DatabaseMemoryBackend
 from .driver import DATABASE_NAME, connect, database_identifier, is_connection_lost
+from .oceanbase_limits import PacketLimit
 from .portable import PortableSQL
 from .rules import lineage_hash, schema_records
 
@@ -164,23 +164,13 @@ def _marks(n: int) -> str:
     return ",".join(["%s"] * n)
 
 
-def _wire_size(value: Any) -> int:
-    """Bytes a parameter takes in the statement (escaped text may double; that is
-    left to the margin)."""
-    if isinstance(value, bytes):
-        return 2 * len(value)
-    if isinstance(value, str):
-        return len(value) if value.isascii() else len(value.encode("utf-8"))
-    return 24
-
-
 def vector_literal(values: Sequence[float]) -> bytes:
     """Little-endian float32 bytes: OceanBase accepts them for VECTOR columns and they
     are ~5× smaller than the JSON text form."""
     return struct.pack(f"<{len(values)}f", *values)
 
 
-class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
+class OceanBaseMemoryBackend(PacketLimit, PortableSQL, DatabaseMemoryBackend):
     name = "oceanbase"
     max_workers = 4
 
@@ -317,28 +307,6 @@ class OceanBaseMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     def _count(self, tx, sql, params=()):
         self._check_packet(sql, params)
         return tx.execute(sql.replace("?", "%s"), tuple(params))
-
-    def _check_packet(self, sql: str, params: Sequence[Any]) -> None:
-        """Refuse, before sending, a statement the server would refuse as larger than
-        its max_allowed_packet (the transaction then rolls back: nothing is written)."""
-        size = len(sql) + sum(_wire_size(p) for p in params)
-        if size > self.max_allowed_packet - PACKET_MARGIN:
-            raise ServerLimitError(
-                f"a statement of {size:,} bytes exceeds the OceanBase server's max_allowed_packet "
-                f"({self.max_allowed_packet:,} bytes): nothing was written. Split the batch or the Source, "
-                "or raise max_allowed_packet on the server",
-                "max_allowed_packet", self.max_allowed_packet,
-            )
-
-    def _insert_chunks(self, tx, chunks):
-        sql = ("INSERT INTO artifact_manifest_chunks (chunk_key, content) VALUES (%s, %s) "
-               "ON DUPLICATE KEY UPDATE chunk_key = chunk_key")
-        rows = list(chunks.items())
-        for row in rows:
-            self._check_packet(sql, row)
-        # pymysql sends executemany as multi-row INSERTs of at most max_stmt_length bytes
-        tx.max_stmt_length = min(1024000, self.max_allowed_packet - PACKET_MARGIN)
-        tx.executemany(sql, rows)
 
     def _is_unique_violation(self, exc: BaseException) -> bool:
         return isinstance(exc, self._pymysql.err.IntegrityError) and exc.args and exc.args[0] == ER_DUP_ENTRY

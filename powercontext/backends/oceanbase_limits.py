@@ -1,0 +1,54 @@
+"""OceanBase's ``max_allowed_packet``: a statement larger than it is refused by the
+server mid-transaction with a raw driver error. Each statement's size is estimated
+before it is sent and an oversized one is refused with ServerLimitError naming the
+limit (the transaction rolls back: nothing is written). Manifest chunks, the one batch
+this adapter sends, go in multi-row INSERTs kept under the same limit."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..errors import ServerLimitError
+
+PACKET_MARGIN = 4096  # protocol header and statement framing around the SQL text
+
+
+def _wire_size(value: Any) -> int:
+    """Bytes a parameter takes in the statement (escaped text may double; that is
+    left to the margin)."""
+    if isinstance(value, bytes):
+        return 2 * len(value)
+    if isinstance(value, str):
+        return len(value) if value.isascii() else len(value.encode("utf-8"))
+    return 24
+
+
+
+class PacketLimit:
+    """Mixin of OceanBaseMemoryBackend; ``max_allowed_packet`` is read from the server
+    at open (and may be lowered in tests)."""
+
+    max_allowed_packet: int = 1 << 20
+
+    def _check_packet(self, sql: str, params: Sequence[Any]) -> None:
+        """Refuse, before sending, a statement the server would refuse as larger than
+        its max_allowed_packet (the transaction then rolls back: nothing is written)."""
+        size = len(sql) + sum(_wire_size(p) for p in params)
+        if size > self.max_allowed_packet - PACKET_MARGIN:
+            raise ServerLimitError(
+                f"a statement of {size:,} bytes exceeds the OceanBase server's max_allowed_packet "
+                f"({self.max_allowed_packet:,} bytes): nothing was written. Split the batch or the Source, "
+                "or raise max_allowed_packet on the server",
+                "max_allowed_packet", self.max_allowed_packet,
+            )
+
+    def _insert_chunks(self, tx, chunks):
+        sql = ("INSERT INTO artifact_manifest_chunks (chunk_key, content) VALUES (%s, %s) "
+               "ON DUPLICATE KEY UPDATE chunk_key = chunk_key")
+        rows = list(chunks.items())
+        for row in rows:
+            self._check_packet(sql, row)
+        # pymysql sends executemany as multi-row INSERTs of at most max_stmt_length bytes
+        tx.max_stmt_length = min(1024000, self.max_allowed_packet - PACKET_MARGIN)
+        tx.executemany(sql, rows)
+
