@@ -45,7 +45,7 @@ scale: $(STAMP)
 # sweep-vs-retrieval cost (benchmarks/sweep_bench.py). Prints figures, asserts nothing;
 # the latest table is kept in reports/performance.md.
 bench: $(STAMP)
-	$(PY) benchmarks/perf_bench.py
+	$(PY) benchmarks/perf_bench.py --profile --explain
 	$(PY) benchmarks/sweep_bench.py
 
 # Re-execute the tutorial notebooks in place (outputs stored) after a deliberate change;

@@ -8,6 +8,7 @@ from typing import Any
 TABLES = (
     "sources",
     "artifact_revisions",
+    "artifact_manifest_chunks",
     "artifact_heads",
     "memory_entry_versions",
     "memory_entry_heads",

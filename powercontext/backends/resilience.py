@@ -52,7 +52,7 @@ class DriverErrors:
     def _commit_outcome(self, plan: CommitPlan, lost: BaseException) -> MemoryRevision:
         """The connection died during a commit: re-read whether the Revision landed."""
         ref = ArtifactRef(plan.artifact_id, plan.next_revision)
-        content_text, content_hash = plan.content.canonical()
+        content_hash = plan.content.canonical()[1]
         try:
             with self._transaction(write=False) as tx:
                 row = self._read_revision(tx, plan.artifact_id, plan.next_revision)
@@ -69,7 +69,9 @@ class DriverErrors:
                 f"the connection was lost while committing {ref} ({lost}) and again while re-reading the outcome; "
                 f"once the server is back, reread svc.head({plan.artifact_id!r}) before retrying"
             ) from None
-        if row is not None and tuple(row)[:2] == (content_text, content_hash):
+        # the row stores the content's chunk list (revision_store.py); its content hash
+        # (SHA-256 of the canonical bytes) says whether it is this plan's content
+        if row is not None and tuple(row)[1] == content_hash:
             self._invalidate_completeness(plan.artifact_id)
             return MemoryRevision(ref=ref, content=plan.content, content_hash=content_hash, lineage=plan.lineage)
         if row is not None:
