@@ -15,7 +15,7 @@ import os
 import re
 import time
 import unicodedata
-from typing import Any
+from typing import Any, Sequence
 
 import rfc8785
 
@@ -101,6 +101,37 @@ def is_sha256_hex(value: object) -> bool:
 def is_valid_id(value: object) -> bool:
     """IDs are printable ASCII without spaces, 1..128 characters."""
     return isinstance(value, str) and _VALID_ID.fullmatch(value) is not None
+
+
+# The same rules over a whole column at once, at C speed: the values joined by newlines
+# (which neither alphabet admits) must be made of the alphabet and newlines only, hold
+# exactly one newline fewer than there are values (no value hides a separator), and
+# every value's length must be in range. A 10k-entry manifest is checked in about a
+# millisecond instead of 20k Python calls.
+_ID_ALPHABET = re.compile(r"[\x21-\x7e\n]*")
+_HEX_ALPHABET = re.compile(r"[0-9a-f\n]*")
+
+
+def _column_matches(alphabet: re.Pattern[str], values: Sequence[object], shortest: int, longest: int) -> bool:
+    if not values:
+        return True
+    try:
+        joined = "\n".join(values)  # type: ignore[arg-type]
+    except TypeError:  # a value that is not a string
+        return False
+    lengths = list(map(len, values))  # type: ignore[arg-type]
+    return (joined.count("\n") == len(values) - 1 and min(lengths) >= shortest and max(lengths) <= longest
+            and alphabet.fullmatch(joined) is not None)
+
+
+def all_valid_ids(values: Sequence[object]) -> bool:
+    """``all(is_valid_id(v) for v in values)``, for a whole column at once."""
+    return _column_matches(_ID_ALPHABET, values, 1, MAX_ID_LENGTH)
+
+
+def all_sha256_hex(values: Sequence[object]) -> bool:
+    """``all(is_sha256_hex(v) for v in values)``, for a whole column at once."""
+    return _column_matches(_HEX_ALPHABET, values, 64, 64)
 
 
 def mint_id(prefix: str) -> str:

@@ -335,7 +335,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, VersionRows, VerifiedRe
             # before their projection rows go: c̄'s sum loses exactly what they added.
             leaving = [
                 item.entry_id for item in plan.content.manifest.entries
-                if (old := base_items.get(item.entry_id)) is not None and old.state == "active"
+                if (old := base_items.get(item.entry_id)) is not None and old is not item and old.state == "active"
                 and (item.state == "inactive" or old.entry_version_id != item.entry_version_id)
             ]
             delta = centroid.VectorSumDelta(self.embedding_profile.dimension)
@@ -344,6 +344,8 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, VersionRows, VerifiedRe
             entering: list[str] = []
         for item in plan.content.manifest.entries:
             old = base_items.get(item.entry_id)
+            if old is item:
+                continue  # the base's own item: its projection (or its absence) stays
             was_active = old is not None and old.state == "active"
             if item.state == "inactive":
                 if was_active:

@@ -52,9 +52,10 @@ class CommitValidation:
             raise InvalidMemoryRequestError("unknown MemoryContent schema or manifest format")
         items = content.manifest.entries
         ids = [i.entry_id for i in items]
-        for item in items:
-            if not canonical.is_valid_id(item.entry_id) or not canonical.is_valid_id(item.entry_version_id):
-                raise InvalidMemoryRequestError(f"invalid entry id or version id in manifest: {item.entry_id!r}")
+        if not canonical.all_valid_ids(ids) or not canonical.all_valid_ids([i.entry_version_id for i in items]):
+            for item in items:  # name the first offender
+                if not canonical.is_valid_id(item.entry_id) or not canonical.is_valid_id(item.entry_version_id):
+                    raise InvalidMemoryRequestError(f"invalid entry id or version id in manifest: {item.entry_id!r}")
         # valid ids are ASCII, whose str order is their UTF-8 order: one linear pass
         # (strictly increasing = sorted and unique) instead of a keyed sort
         if not all(map(operator.lt, ids, ids[1:])):
@@ -64,9 +65,11 @@ class CommitValidation:
             raise InvalidMemoryRequestError("a Revision records at most one change per entry, sorted by entry_id")
         if not content.changes:
             raise InvalidMemoryRequestError("a Revision must record at least one change (no empty Revisions)")
-        for item in items:
-            if item.state not in ("active", "inactive") or not canonical.is_sha256_hex(item.entry_content_hash):
-                raise InvalidMemoryRequestError(f"invalid manifest item for {item.entry_id!r}")
+        if not canonical.all_sha256_hex([i.entry_content_hash for i in items]) or not all(
+                i.state in ("active", "inactive") for i in items):
+            for item in items:  # name the first offender
+                if item.state not in ("active", "inactive") or not canonical.is_sha256_hex(item.entry_content_hash):
+                    raise InvalidMemoryRequestError(f"invalid manifest item for {item.entry_id!r}")
         new_items = content.manifest.by_id()
         for v in plan.new_versions:
             item = new_items.get(v.entry_id)
@@ -106,6 +109,12 @@ class CommitValidation:
         predecessors = self._versions(tx, [base_items[v.entry_id].entry_version_id for v in plan.new_versions if v.entry_id in base_items])
         for entry_id, item in new_items.items():
             old = base_items.get(entry_id)
+            if old is item and entry_id not in changes and item.entry_version_id not in new_versions:
+                # The base's own (already verified) item, unchanged and unchanged-for:
+                # what every entry but the changed few of a commit is (the service builds
+                # the new manifest from the base's entry objects). The full rule below
+                # reaches the same verdict; this keeps a one-entry commit off O(N) work.
+                continue
             change = changes.get(entry_id)
             version = new_versions.get(item.entry_version_id)
             if old is None:
@@ -131,7 +140,8 @@ class CommitValidation:
                 self._validate_new_version(version, plan, item, pred, op_sources, op_artifacts)
             elif version is not None:
                 raise InvalidMemoryRequestError(f"version {version.entry_version_id!r} is not introduced by a change")
-        unused = set(new_versions) - {i.entry_version_id for i in items}
+        unused = [vid for vid, v in new_versions.items()
+                  if (item := new_items.get(v.entry_id)) is None or item.entry_version_id != vid]
         if unused:
             raise InvalidMemoryRequestError(f"new versions not referenced by the manifest: {sorted(unused)}")
         for entry_id in set(changes) - set(new_items):

@@ -384,10 +384,10 @@ class MemoryService:
             return {}
         base_items = {} if base is None else base.manifest.by_id()
         entering = [
-            item for item in content.manifest.active
-            if item.entry_id not in base_items
-            or base_items[item.entry_id].state != "active"
-            or base_items[item.entry_id].entry_version_id != item.entry_version_id
+            item for item in content.manifest.entries
+            if (old := base_items.get(item.entry_id)) is not item  # the base's own item: unchanged
+            and item.state == "active"
+            and (old is None or old.state != "active" or old.entry_version_id != item.entry_version_id)
         ]
         if not entering:
             return {}

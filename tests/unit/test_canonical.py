@@ -2,6 +2,8 @@ import hashlib
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from powercontext import canonical
 from powercontext.model import ArtifactRef, SourceRef, entry_content
@@ -46,3 +48,32 @@ def test_minted_ids_are_ascii_bounded_and_unique():
     assert all(canonical.is_valid_id(i) and i.startswith("mem_ent_") for i in minted)
     assert canonical.is_valid_id(ids.artifact_id()) and ids.entry_version_id().startswith("mem_ver_")
     assert not canonical.is_valid_id("has space") and not canonical.is_valid_id("x" * 129) and not canonical.is_valid_id("é")
+
+
+_column_values = st.lists(
+    st.one_of(
+        st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x80), max_size=130),
+        st.text(alphabet="0123456789abcdefA\n", min_size=62, max_size=66),
+        st.integers(),
+    ),
+    max_size=6,
+)
+
+
+@given(_column_values)
+def test_column_checks_agree_with_the_per_value_checks(values):
+    # A commit checks a manifest's ids and hashes as whole columns; the verdict must be
+    # exactly that of checking each value (a newline inside a value must not pass as a
+    # separator, a non-string must not pass at all).
+    assert canonical.all_valid_ids(values) == all(canonical.is_valid_id(v) for v in values)
+    assert canonical.all_sha256_hex(values) == all(canonical.is_sha256_hex(v) for v in values)
+
+
+def test_column_checks_on_edge_values():
+    good = "a" * canonical.MAX_ID_LENGTH
+    assert canonical.all_valid_ids([good, "mem_ent_1"])
+    assert not canonical.all_valid_ids([good + "a"])
+    assert not canonical.all_valid_ids(["a\nb"])  # one value holding the separator
+    assert not canonical.all_valid_ids(["a", ""])
+    assert not canonical.all_sha256_hex(["0" * 63 + "\n", "0" * 64])
+    assert canonical.all_sha256_hex([]) and canonical.all_valid_ids([])
