@@ -469,12 +469,16 @@ class OceanBaseMemoryBackend(PacketLimit, PortableSQL, DatabaseMemoryBackend):
         if not self._vector_column:
             return {}
         sql = "SELECT entry_id, embedding FROM memory_entry_heads WHERE memory_artifact_id = %s AND embedding IS NOT NULL"
-        params: list[Any] = [artifact_id]
-        if entry_ids is not None:
-            sql += f" AND entry_id IN ({_marks(len(entry_ids))})"
-            params += list(entry_ids)
-        tx.execute(sql, params)
-        return {entry_id: stored_vector_values(value) for entry_id, value in tx.fetchall()}
+        # one IN list per part: a 100k-entry batch must stay under max_allowed_packet
+        parts = [None] if entry_ids is None else self._in_lists(list(entry_ids))
+        out = {}
+        for part in parts:
+            if part is None:
+                tx.execute(sql, [artifact_id])
+            else:
+                tx.execute(sql + f" AND entry_id IN ({_marks(len(part))})", [artifact_id, *part])
+            out.update((entry_id, stored_vector_values(value)) for entry_id, value in tx.fetchall())
+        return out
 
     def _read_vector_sum(self, tx, artifact_id):
         tx.execute("SELECT vector_count, vector_sum FROM memory_vector_sums WHERE memory_artifact_id = %s", (artifact_id,))

@@ -362,11 +362,14 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             return {}
         sql = ("SELECT h.entry_id, v.embedding FROM memory_entry_heads AS h "
                "JOIN memory_entry_search_vector AS v ON v.rowid = h.projection_id WHERE h.memory_artifact_id = ?")
-        params: list[Any] = [artifact_id]
-        if entry_ids is not None:
-            sql += f" AND h.entry_id IN ({','.join('?' * len(entry_ids))})"
-            params += list(entry_ids)
-        return {entry_id: struct.unpack(f"<{len(blob) // 4}f", blob) for entry_id, blob in tx.execute(sql, params)}
+        # a batch of 40k entries would bind 40k variables in one IN list: split it
+        parts = [None] if entry_ids is None else self._in_lists(list(entry_ids))
+        out = {}
+        for part in parts:
+            query, params = (sql, [artifact_id]) if part is None else (
+                sql + f" AND h.entry_id IN ({','.join('?' * len(part))})", [artifact_id, *part])
+            out.update((entry_id, struct.unpack(f"<{len(blob) // 4}f", blob)) for entry_id, blob in tx.execute(query, params))
+        return out
 
     def _read_vector_sum(self, tx, artifact_id):
         row = tx.execute(

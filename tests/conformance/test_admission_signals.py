@@ -67,6 +67,42 @@ async def test_the_vector_sum_is_exact_after_every_kind_of_write(open_service, m
     assert (count, sums) == (await _from_scratch(svc, rev.artifact_id))[:2]
 
 
+async def test_the_vector_sum_reads_its_vectors_in_parts(open_service, minilm, monkeypatch):
+    # A 40k-entry remember() once bound 40k entry ids in the one IN list that reads the
+    # vectors entering c̄ ("too many SQL variables"): the read is split like every
+    # per-entry statement. The part size is forced small so five entries prove it.
+    svc = await open_service(embedding=minilm, ids=SequentialIds())
+    monkeypatch.setattr(svc.backend, "in_list_size", 2)
+    seen = []
+    real = svc.backend._projection_vectors
+
+    class Counting:  # the transaction's cursor, counting what each statement binds
+        def __init__(self, tx):
+            self.tx, self.bound = tx, []
+
+        def execute(self, sql, params=()):
+            self.bound.append(len(params))
+            return self.tx.execute(sql, params)
+
+        def __getattr__(self, name):
+            return getattr(self.tx, name)
+
+    def spying(tx, artifact_id, entry_ids):
+        counting = Counting(tx)
+        got = real(counting, artifact_id, entry_ids)
+        seen.append((None if entry_ids is None else len(entry_ids), len(got), counting.bound))
+        return got
+
+    monkeypatch.setattr(svc.backend, "_projection_vectors", spying)
+    rev = await svc.remember(None, entries=tuple(E("fact", t) for t in DOCS + ["Staging is wiped every Sunday."]))
+    # all five entering vectors came back, in three statements of ≤ 2 ids (+ the Memory)
+    assert seen == [(5, 5, [3, 3, 2])]
+    rev = await svc.forget(rev, [e for e in await svc.entries(rev) if e.text != DOCS[0]])
+    count, sums = await _stored_sum(svc, rev.artifact_id)
+    assert (count, sums) == (await _from_scratch(svc, rev.artifact_id))[:2]
+    assert count == 1
+
+
 async def test_candidates_carry_the_centred_cosine_and_scripts(open_service, minilm):
     svc = await open_service(embedding=minilm, ids=SequentialIds())
     r1 = await svc.remember(None, entries=tuple(E("fact", t) for t in DOCS))
