@@ -231,6 +231,11 @@ def script_of_tokens(stored: "list[str] | tuple[str, ...]") -> str:
     can differ only where a stem lands on the stop list (one Latin word fewer)."""
     cjk = latin = other = 0
     for token in stored:
+        # Search asks this of every candidate's every token: plain ASCII words and
+        # numbers (nearly all of them) are decided by C string methods alone.
+        if token.isascii() and token.isalnum() and not token.startswith(("u_", "b_")):
+            latin += not token.isdigit()  # a Latin word has a letter; a number is no script
+            continue
         if token.startswith(("u_", "b_")) and _CJK_TOKEN.fullmatch(token):
             cjk += token.startswith("u_")
         elif _is_latin_word(token):

@@ -103,14 +103,20 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, VersionRows, VerifiedRe
 
     # ---------------------------------------------------------------- async facade
 
-    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+    def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"{self.name} backend is closed")
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self._check_open()
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._call, fn, args)
 
     async def capabilities(self) -> MemoryCapabilities:
-        return await self._run(self._capabilities_sync)
+        # What open() found (attribute reads): no statement, so no hop to the worker
+        # thread, which costs a hybrid search more than its arithmetic on a busy machine.
+        self._check_open()
+        return self._capabilities_sync()
 
     async def head(self, artifact_id: str) -> int | None:
         return await self._run(self._head_sync, artifact_id)
@@ -157,7 +163,16 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, VersionRows, VerifiedRe
         return await self._run(self._verify_memory_sync, artifact_id)
 
     async def vector_complete(self, refs: Sequence[ArtifactRef]) -> bool:
-        return await self._run(self._vector_complete_sync, tuple(refs))
+        refs = tuple(refs)
+        self._check_open()
+        if self._capabilities_sync().vector:
+            # Known for every head already: answer without a hop. This is the planning
+            # check only; the search's own transaction re-confirms (retrieval.py).
+            with self._completeness_lock:
+                known = [self._completeness.get(r) for r in refs]
+            if None not in known:
+                return all(known)
+        return await self._run(self._vector_complete_sync, refs)
 
     async def close(self) -> None:
         if self._closed:

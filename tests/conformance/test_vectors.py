@@ -101,6 +101,30 @@ async def test_hybrid_finds_the_lexical_and_the_semantic_answer(vsvc, docs):
     assert auto.mode == "hybrid" and auto.hits == hybrid.hits
 
 
+async def test_a_warm_hybrid_search_is_one_round_trip(vsvc, docs, monkeypatch):
+    # Planning reads what open() found and the per-head completeness already known, so
+    # a warm hybrid search hops to the worker thread once: its query transaction (which
+    # re-confirms the projection itself). Each hop costs milliseconds on a busy machine.
+    rev, _ = docs
+    query = "javascript dependencies, and who has to approve schema changes"
+    first = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW)
+    hops = []
+    real = vsvc.backend._run
+
+    async def counting(fn, *args):
+        hops.append(fn.__name__)
+        return await real(fn, *args)
+
+    monkeypatch.setattr(vsvc.backend, "_run", counting)
+    again = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW)
+    assert hops == ["_retrieve_sync"] and again.hits == first.hits
+    # a new head is not known yet: planning asks the database again, then is warm
+    rev2 = await vsvc.remember(rev, entries=(E("fact", "Schema changes need a second reviewer."),))
+    hops.clear()
+    await vsvc.search(query, memories=(rev2,), mode="hybrid", policy=LOW)
+    assert hops == ["_vector_complete_sync", "_retrieve_sync"]
+
+
 async def test_cosine_threshold_is_applied(vsvc, docs):
     rev, ids = docs
     res = await vsvc.search("who has to approve schema changes", memories=(rev,), mode="vector", explain=True,

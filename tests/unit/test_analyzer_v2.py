@@ -73,3 +73,36 @@ def test_unknown_analyzer_is_a_typed_error():
 ])
 def test_script_is_the_dominant_writing_system(text, script):
     assert analyzer.script(text) == script
+
+
+def _script_token_by_token(stored):
+    """The rule of ``script_of_tokens`` spelled out per token, without its ASCII fast path."""
+    cjk = latin = other = 0
+    for token in stored:
+        if token.startswith(("u_", "b_")) and analyzer._CJK_TOKEN.fullmatch(token):
+            cjk += token.startswith("u_")
+        elif analyzer._is_latin_word(token):
+            latin += 1
+        elif any(c.isalpha() for c in token):
+            other += 1
+    if cjk and cjk >= latin:
+        return "cjk"
+    if latin or other:
+        return "latin" if latin >= other else "other"
+    return "none"
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(
+    st.text(max_size=8),
+    st.sampled_from(["u_4e2d", "b_4e2d_6587", "u_", "b_x", "42", "port", "café", "Ωmega", "a_b", "x-1"]),
+), max_size=12))
+def test_the_script_of_stored_tokens_follows_the_per_token_rule(stored):
+    # search computes every candidate's script from its stored tokens, on a fast path
+    # for ASCII words: it must give the verdict the per-token rule gives
+    assert analyzer.script_of_tokens(stored) == _script_token_by_token(stored)
+
+
+@given(st.text(max_size=60))
+def test_script_of_a_text_is_the_script_of_its_tokens(text):
+    assert analyzer.script(text) == _script_token_by_token(analyzer.tokens(text))
