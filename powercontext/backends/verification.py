@@ -56,6 +56,16 @@ class MemoryVerification:
                 f"{self.sources} sources: {state})")
 
 
+@dataclass(frozen=True)
+class _Created:
+    """A Revision that created versions being verified, read once for a batch."""
+
+    revision: MemoryRevision
+    entry_ids: frozenset[str]  # the entries whose chunks that read re-checked
+    items: dict[str, Any]
+    changes: dict[str, Any]
+
+
 class VerifiedReads:
     """Mixin of DatabaseMemoryBackend: checks of entry versions and Sources on read,
     and the offline verification of a whole Memory."""
@@ -89,6 +99,7 @@ class VerifiedReads:
         by_entry: dict[tuple[str, str], list[MemoryEntryVersion]] = {}
         for v in todo:
             by_entry.setdefault((v.memory_artifact_id, v.entry_id), []).append(v)
+        created = self._creating_revisions(tx, todo)
         for (artifact_id, entry_id), wanted in by_entry.items():
             chain = {v.entry_version_id: v for v in self._entry_rows(tx, artifact_id, entry_id)}
             for v in wanted:
@@ -96,12 +107,37 @@ class VerifiedReads:
                     raise InvalidCitationError(
                         f"entry {entry_id!r} version {v.entry_version_id!r} changed while it was read; read it again"
                     )
-                self._verify_link(tx, v, chain)
+                self._verify_link(tx, v, chain, created)
+
+    def _creating_revisions(self, tx: Any, versions: Sequence[MemoryEntryVersion]) -> dict[tuple[str, Any], "_Created"]:
+        """Each Revision that created some of ``versions``, read (and its chunks for those
+        entries checked) once, with its manifest and changes indexed: the 100k versions
+        of one big remember() all name the same Revision, which was otherwise re-read —
+        and, past the revision cache's budget, re-verified — once per version."""
+        wanted: dict[ArtifactRef, set[str]] = {}
+        for v in versions:
+            try:
+                ref = ArtifactRef(v.memory_artifact_id, v.created_in_revision)
+            except PowerContextError:
+                continue  # an impossible number: the per-version check words the error
+            wanted.setdefault(ref, set()).add(v.entry_id)
+        out = {}
+        for ref, entry_ids in wanted.items():
+            if len(entry_ids) < 2:
+                continue  # nothing to share
+            try:
+                revision = self._revision(tx, ref, tuple(sorted(entry_ids)))
+            except ArtifactNotFoundError:
+                continue  # the per-version check reports it as an altered row
+            out[(ref.artifact_id, ref.revision)] = _Created(revision, frozenset(entry_ids), revision.manifest.by_id(),
+                                {c.entry_id: c for c in revision.changes})
+        return out
 
     def _entry_rows(self, tx: Any, artifact_id: str, entry_id: str) -> list[MemoryEntryVersion]:
         return [self._version_from_row(r) for r in self._read_entry_versions(tx, artifact_id, entry_id)]
 
-    def _verify_link(self, tx: Any, v: MemoryEntryVersion, chain: dict[str, MemoryEntryVersion]) -> None:
+    def _verify_link(self, tx: Any, v: MemoryEntryVersion, chain: dict[str, MemoryEntryVersion],
+                     created: "dict[tuple[str, Any], _Created] | None" = None) -> None:
         """``v`` was created by the change its Revision records, and its number is its
         predecessor's + 1, down to version 1 (iteratively: chains can be long)."""
         pending: list[MemoryEntryVersion] = []
@@ -124,21 +160,31 @@ class VerifiedReads:
                 raise InvalidCitationError(f"entry {v.entry_id!r}: its version chain loops (altered rows)")
             cursor = previous
         for link in reversed(pending):  # oldest first: each predecessor is verified before its successor
-            self._verify_one_link(tx, link, chain)
+            self._verify_one_link(tx, link, chain, created)
             with self._identity_lock:
                 if len(self._identity_cache) >= IDENTITY_CACHE_SIZE:
                     self._identity_cache.pop(next(iter(self._identity_cache)))
                 self._identity_cache[link.entry_version_id] = link
 
-    def _verify_one_link(self, tx: Any, v: MemoryEntryVersion, chain: dict[str, MemoryEntryVersion]) -> None:
+    def _verify_one_link(self, tx: Any, v: MemoryEntryVersion, chain: dict[str, MemoryEntryVersion],
+                         prefetched: "dict[tuple[str, Any], _Created] | None" = None) -> None:
         where = f"entry {v.entry_id!r} version {v.entry_version_id!r} of {v.memory_artifact_id!r}"
-        try:
-            created = self._revision(tx, ArtifactRef(v.memory_artifact_id, v.created_in_revision), (v.entry_id,))
-        except ArtifactNotFoundError:
-            raise InvalidCitationError(
-                f"{where}: created_in_revision {v.created_in_revision} is not a Revision of this Memory (altered row)"
-            ) from None
-        change = next((c for c in created.changes if c.entry_id == v.entry_id), None)
+        known = None
+        if prefetched:
+            known = prefetched.get((v.memory_artifact_id, v.created_in_revision))
+            if known is not None and v.entry_id not in known.entry_ids:
+                known = None  # read for other entries: this entry's chunks were not re-checked
+        if known is not None:
+            created, change, item = known.revision, known.changes.get(v.entry_id), known.items.get(v.entry_id)
+        else:
+            try:
+                created = self._revision(tx, ArtifactRef(v.memory_artifact_id, v.created_in_revision), (v.entry_id,))
+            except ArtifactNotFoundError:
+                raise InvalidCitationError(
+                    f"{where}: created_in_revision {v.created_in_revision} is not a Revision of this Memory (altered row)"
+                ) from None
+            change = next((c for c in created.changes if c.entry_id == v.entry_id), None)
+            item = created.manifest.get(v.entry_id)
         expected_op = "add" if v.previous_version_id is None else "revise"
         if (change is None or change.op != expected_op or change.to_entry_version_id != v.entry_version_id
                 or change.from_entry_version_id != v.previous_version_id):
@@ -146,7 +192,6 @@ class VerifiedReads:
                 f"{where}: Revision {v.created_in_revision} does not record creating it from "
                 f"{v.previous_version_id!r} (altered previous_version_id or created_in_revision)"
             )
-        item = created.manifest.get(v.entry_id)
         if item is None or item.entry_version_id != v.entry_version_id:
             raise InvalidCitationError(f"{where}: not in the manifest of the Revision that created it (altered row)")
         self._check_version(v, created.ref, item)

@@ -104,3 +104,34 @@ async def test_verify_lists_every_mismatch(svc):
     assert v1.entry_version_id in text and "version number 7" in text
     assert "src_notes" in text and "projection" in text
     assert len(report.issues) >= 4
+
+
+async def test_versions_of_one_big_revision_are_checked_against_it_once(svc, monkeypatch):
+    # A 100k-entry remember() creates 100k versions in one Revision; reading them
+    # checked each against that Revision separately, and a Revision larger than the
+    # revision cache was re-verified once per version (quadratic: entries() of 100k
+    # never finished). Here the cache holds nothing, so every read is a verification.
+    rev = await svc.remember(None, entries=tuple(E("fact", f"fact number {i} about the nightly build") for i in range(6)))
+    rev2 = await svc.remember(rev, entries=(E("fact", "the release branch is cut on Mondays"),))
+    monkeypatch.setattr(svc.backend.revision_cache, "max_bytes", 0)
+    verified = []
+    real = svc.backend._verify_revision
+
+    def counting(tx, ref, row):
+        verified.append(ref.revision)
+        return real(tx, ref, row)
+
+    monkeypatch.setattr(svc.backend, "_verify_revision", counting)
+    svc.backend._identity_cache.clear()
+    assert len(await svc.entries(rev2)) == 7
+    assert verified.count(1) == 1  # Revision 1 once for the six versions it created (was 6)
+    # and the shared read still catches an altered identity among the six
+    victim = next(e for e in await svc.entries(rev2) if e.text.startswith("fact number 3"))
+    svc.backend._identity_cache.clear()
+    await sql(svc, "UPDATE memory_entry_versions SET created_in_revision = 2 WHERE entry_version_id = ?",
+              (victim.entry_version_id,))
+    await _refused(svc.entries(rev2), match="does not record creating it")
+    await sql(svc, "UPDATE memory_entry_versions SET created_in_revision = 1, version = 2 WHERE entry_version_id = ?",
+              (victim.entry_version_id,))
+    svc.backend._identity_cache.clear()
+    await _refused(svc.entries(rev2), match="stored version number 2")
