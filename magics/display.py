@@ -39,22 +39,39 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def html_table(frame: pd.DataFrame, row_labels: Mapping[int, str] | None = None, caption: str | None = None) -> str:
+def html_table(frame: pd.DataFrame, row_labels: Mapping[int, str] | None = None, caption: str | None = None,
+               *, clip: Mapping[str, int] | None = None, one_line: bool = False) -> str:
     """A small escaped HTML table. ``row_labels`` maps a row position to a label from
-    HIGHLIGHT; the row gets that background and a ``data-label`` attribute."""
-    row_labels = row_labels or {}
-    head = "".join(f"<th>{esc(c)}</th>" for c in frame.columns)
+    HIGHLIGHT; the row gets that background and a ``data-label`` attribute.
+
+    ``clip`` maps a column to a width: its cells show that many characters and carry
+    the whole value in a ``title`` (hover) attribute. ``one_line`` keeps every row on
+    one line (``white-space:nowrap``) inside a box that scrolls sideways instead of
+    being cut off at the right."""
+    row_labels, clip = row_labels or {}, clip or {}
+    widths = [clip.get(str(c)) for c in frame.columns]
+    nowrap = " style='white-space:nowrap'" if one_line else ""
+    head = "".join(f"<th{nowrap}>{esc(c)}</th>" for c in frame.columns)
     body = []
     for i, row in enumerate(frame.itertuples(index=False)):
         label = row_labels.get(i)
         attrs = f' data-label="{esc(label)}" style="background:{HIGHLIGHT.get(label, "")}"' if label else ""
-        cells = "".join(f"<td>{esc(v)}</td>" for v in row)
+        cells = "".join(_cell(v, w, nowrap) for v, w in zip(row, widths, strict=True))
         body.append(f"<tr{attrs}>{cells}</tr>")
     cap = f"<caption style='text-align:left'>{esc(caption)}</caption>" if caption else ""
-    return (
+    table = (
         f"<table class='pcmem-table'>{cap}<thead><tr>{head}</tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
     )
+    return f"<div class='pcmem-scroll' style='overflow-x:auto;max-width:100%'>{table}</div>" if one_line else table
+
+
+def _cell(value: Any, width: int | None, attrs: str) -> str:
+    text = esc(value)
+    if width is None:
+        return f"<td{attrs}>{text}</td>"
+    shown = tables.preview(str(value) if text else "", width)
+    return f'<td{attrs} title="{text}">{esc(shown)}</td>'
 
 
 # ---------------------------------------------------------------------- Revision

@@ -1,4 +1,5 @@
-"""What every widget shares: the service, the private-loop runner, a one-line status.
+"""What every widget shares: the service, the private-loop runner, a one-line status,
+and a static fallback of the widget's current table.
 
 Widget callbacks run in the kernel thread, whose event loop is busy running the
 kernel; the service's coroutines therefore run on the private loop of
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Awaitable, TypeVar
 
 import ipywidgets as widgets
+import pandas as pd
 
 from ..display import esc
 from ..errors import user_message
@@ -18,7 +20,46 @@ from powercontext.loop import LoopRunner, default_runner
 T = TypeVar("T")
 
 
-class ServiceWidget(widgets.VBox):
+def frame_text(frame: pd.DataFrame, empty: str = "(no rows)") -> str:
+    """A DataFrame as fixed-width text, whole (no column or row elision), for a repr."""
+    if frame is None or frame.empty:
+        return empty
+    return frame.to_string(index=False, max_rows=None, max_cols=None, max_colwidth=None)
+
+
+class StaticFallback:
+    """Mixin for a widget: besides its live view, the display bundle carries the
+    widget's current table as ``text/plain`` and ``text/html``.
+
+    A live front end draws the view; a static renderer without widget support
+    (GitHub, ``nbconvert`` without the widget state, a terminal) shows the table
+    instead of ``Widget(children=(HBox(…``. Subclasses give ``headline()`` (one line,
+    also the ``repr``), ``fallback_text()`` and ``fallback_html()``; both must be
+    deterministic for the same state, because nbval compares them."""
+
+    def headline(self) -> str:
+        raise NotImplementedError
+
+    def fallback_text(self) -> str:
+        raise NotImplementedError
+
+    def fallback_html(self) -> str:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        try:
+            return self.headline()
+        except AttributeError:  # asked while __init__ is still building the controls
+            return f"{type(self).__name__}(…)"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = super()._repr_mimebundle_(**kwargs) or {}  # type: ignore[misc]  # the live view, if any
+        bundle["text/plain"] = self.fallback_text()
+        bundle["text/html"] = f"<div class='pcmem-widget'>{self.fallback_html()}</div>"
+        return bundle
+
+
+class ServiceWidget(StaticFallback, widgets.VBox):
     """A VBox bound to a MemoryService. ``call`` runs a coroutine; a user mistake (a
     missing capability, an unknown Memory …) shows in ``status`` instead of raising."""
 

@@ -21,11 +21,15 @@ from powercontext.memory import admission
 from .. import tables
 from ..display import esc, html_table, result_summary
 from ..refs import parse_memory, resolve_memories
-from ._base import ServiceWidget
+from ._base import ServiceWidget, frame_text
 
 __all__ = ["AdmissionInspector"]
 
 MODES = ["fts", "vector", "hybrid", "auto"]
+#: Columns cut to a width in the candidate tables (the whole value is the cell's hover title).
+CLIP = {"reason": 40, "text": 48}
+#: The candidate columns of the plain-text fallback (the HTML tables show them all).
+TEXT_COLUMNS = ["channel", "channel_rank", "admitted", "reason", "hit_rank", "entry_id", "text"]
 
 
 class AdmissionInspector(ServiceWidget):
@@ -35,8 +39,10 @@ class AdmissionInspector(ServiceWidget):
     State: ``query`` (Text), ``mode`` (ToggleButtons), ``limit``, ``fts_min_terms``,
     ``fts_min_coverage``, ``vector_min_cosine`` (sliders); ``hits``, ``admitted``,
     ``rejected`` (DataFrames) and ``hits_table``, ``admitted_table``,
-    ``rejected_table`` (HTML); ``result`` (the MemorySearchResult replayed);
-    ``retrievals`` counts database round trips."""
+    ``rejected_table`` (HTML: one line per row, long cells cut with the whole value
+    on hover, scrolling sideways); ``result`` (the MemorySearchResult replayed);
+    ``retrievals`` counts database round trips. Displayed without a live kernel it
+    shows the summary and these tables."""
 
     def __init__(self, svc: Any, memories: Sequence[Any] = (), runner=None, *, query: str = "",
                  mode: str = "auto", limit: int = 8, width: int = 80) -> None:
@@ -61,6 +67,7 @@ class AdmissionInspector(ServiceWidget):
         self.retrieve_button = widgets.Button(description="Retrieve again", icon="refresh",
                                               tooltip="forget the cached candidates (e.g. after a write)")
         self.retrieve_button.on_click(lambda _: self.retrieve_again())
+        self.summary_line = ""
         self.summary = widgets.HTML()
         self.hits_table, self.admitted_table, self.rejected_table = widgets.HTML(), widgets.HTML(), widgets.HTML()
         for control in (self.query, self.mode, self.limit):
@@ -136,18 +143,44 @@ class AdmissionInspector(ServiceWidget):
         self.hits = tables.hits_frame(self.result, width=self.width)
         self.admitted = frame[frame["admitted"]].reset_index(drop=True)
         self.rejected = frame[~frame["admitted"]].reset_index(drop=True)
-        self.summary.value = esc(
+        self.summary_line = (
             f"{result_summary(self.result)} · {len(frame)} candidates · {len(self.admitted)} admitted · "
             f"{len(self.rejected)} rejected"
         )
-        self.hits_table.value = html_table(self.hits, caption="hits")
+        self.summary.value = esc(self.summary_line)
+        self.hits_table.value = html_table(self.hits, caption="hits", clip=CLIP, one_line=True)
         self.admitted_table.value = html_table(self.admitted, {i: "admitted" for i in range(len(self.admitted))},
-                                               caption="admitted candidates")
+                                               caption="admitted candidates", clip=CLIP, one_line=True)
         self.rejected_table.value = html_table(self.rejected, {i: "rejected" for i in range(len(self.rejected))},
-                                               caption="rejected candidates")
+                                               caption="rejected candidates", clip=CLIP, one_line=True)
 
     def _clear(self, note: str | None) -> None:
         self.result = None
         self.hits = self.admitted = self.rejected = pd.DataFrame()
-        self.summary.value = f"<i>{note}</i>" if note else ""
+        self.summary_line = note or self.error or ""
+        self.summary.value = f"<i>{esc(note)}</i>" if note else ""
         self.hits_table.value = self.admitted_table.value = self.rejected_table.value = ""
+
+    # ------------------------------------------------------------------ static display
+
+    def headline(self) -> str:
+        return f"AdmissionInspector({self.summary_line})"
+
+    def fallback_text(self) -> str:
+        def candidates(frame: pd.DataFrame) -> pd.DataFrame:
+            if frame.empty:
+                return frame
+            shown = frame[TEXT_COLUMNS].copy()
+            for column, width in CLIP.items():
+                shown[column] = [tables.preview(v, width) for v in shown[column]]
+            return shown
+
+        return "\n".join([
+            self.headline(), "hits:", frame_text(self.hits),
+            "admitted candidates:", frame_text(candidates(self.admitted)),
+            "rejected candidates:", frame_text(candidates(self.rejected)),
+        ])
+
+    def fallback_html(self) -> str:
+        return (f"<b>AdmissionInspector</b> {self.summary.value}{self.status.value}"
+                f"{self.hits_table.value}{self.admitted_table.value}{self.rejected_table.value}")

@@ -18,7 +18,7 @@ from powercontext.runtime.inspection import binding_rows, journal_rows, window_r
 
 from ..display import esc, html_table
 from ..tables import preview
-from ._base import ServiceWidget
+from ._base import ServiceWidget, frame_text
 
 __all__ = ["JournalInspector"]
 
@@ -67,11 +67,23 @@ class JournalInspector(ServiceWidget):
         ]
         self.refresh()
 
-    def __repr__(self) -> str:
+    def headline(self) -> str:
         scope = self.scope.value
         facts = self._progress.get(scope, {}) if scope is not None else {}
         return (f"JournalInspector({scope!r}: {len(self.journal_frame)} Sources, cursor {facts.get('cursor', 0)} of "
                 f"{facts.get('high_watermark', 0)}, {len(self.windows_frame)} windows)")
+
+    def fallback_text(self) -> str:
+        # finished_at differs on every run: the text (compared by nbval) leaves it out
+        windows = self.windows_frame.drop(columns=["finished_at"])
+        return "\n".join([self.headline(), "journal:", frame_text(self.journal_frame),
+                          "windows:", frame_text(windows)])
+
+    def fallback_html(self) -> str:
+        windows = self.windows_frame.drop(columns=["finished_at"])
+        return (f"<b>JournalInspector</b> {self.summary.value}"
+                f"{outcome_table(self.journal_frame, caption=f'{len(self.journal_frame)} Sources')}"
+                f"{outcome_table(windows, caption=f'{len(windows)} windows, newest first')}{self.status.value}")
 
     def _load_scopes(self, wanted: str | None) -> None:
         rows = self.call(binding_rows(self.runtime)) or []

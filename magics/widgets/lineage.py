@@ -12,7 +12,7 @@ from .. import tables
 from ..display import esc, html_table
 from ..reads import versions_of
 from ..refs import resolve_memory
-from ._base import ServiceWidget
+from ._base import ServiceWidget, frame_text
 
 __all__ = ["LineageExplorer"]
 
@@ -23,7 +23,9 @@ class LineageExplorer(ServiceWidget):
     """``LineageExplorer(svc, memory)``: entries of the Memory's head (every state).
 
     State: ``entry`` (Dropdown of entry ids), ``timeline`` (HTML), ``frame`` (the
-    DataFrame shown: revision, op, version, state, reason, kind, text, evidence)."""
+    DataFrame shown: revision, op, version, state, reason, kind, text, evidence),
+    ``caption`` (the timeline's caption). Displayed without a live kernel it shows the
+    caption and the timeline table."""
 
     def __init__(self, svc: Any, memory: Any, runner=None, *, width: int = 80) -> None:
         super().__init__(svc, runner)
@@ -39,6 +41,7 @@ class LineageExplorer(ServiceWidget):
                                       description="Entry", layout=widgets.Layout(width="95%"))
         self.timeline = widgets.HTML()
         self.frame = pd.DataFrame()
+        self.caption = ""
         self.entry.observe(self._refresh, names="value")
         self.children = [widgets.HTML(f"<b>{esc(self.head.ref)}</b>"), self.entry, self.timeline, self.status]
         self._refresh()
@@ -47,10 +50,19 @@ class LineageExplorer(ServiceWidget):
         entry_id = self.entry.value
         if entry_id is None:
             self.frame, self.timeline.value = pd.DataFrame(), "<i>this Memory has no entries</i>"
+            self.caption = f"{self.head.ref}: no entries"
             return
         chain = self.run(self.svc.lineage(self.head, entry_id))
         self.frame = tables.lineage_frame(entry_id, chain, self.history, width=self.width)
         labels = {i: OP_LABELS.get(op, "") for i, op in enumerate(self.frame["op"])}
-        self.timeline.value = html_table(
-            self.frame, labels, caption=f"{entry_id}: {len(chain)} versions, {len(self.frame)} changes"
-        )
+        self.caption = f"{entry_id}: {len(chain)} versions, {len(self.frame)} changes"
+        self.timeline.value = html_table(self.frame, labels, caption=self.caption)
+
+    def headline(self) -> str:
+        return f"LineageExplorer({self.head.ref} · {self.caption})"
+
+    def fallback_text(self) -> str:
+        return f"{self.headline()}\n{frame_text(self.frame)}"
+
+    def fallback_html(self) -> str:
+        return f"<b>LineageExplorer</b> {esc(self.head.ref)}{self.timeline.value}{self.status.value}"

@@ -18,7 +18,7 @@ from .. import tables
 from ..display import esc, html_table
 from ..reads import versions_of
 from ..refs import resolve_memory
-from ._base import ServiceWidget
+from ._base import ServiceWidget, frame_text
 
 __all__ = ["ManifestInspector"]
 
@@ -28,7 +28,8 @@ class ManifestInspector(ServiceWidget):
     or REF string (``ID@REV`` starts the slider at REV).
 
     State: ``revision`` (IntSlider), ``state`` (ToggleButtons), ``table`` (HTML),
-    ``frame`` (the DataFrame shown, with a ``change`` column)."""
+    ``frame`` (the DataFrame shown, with a ``change`` column), ``caption`` (the title
+    line as text). Displayed without a live kernel it shows the caption and the table."""
 
     def __init__(self, svc: Any, memory: Any, runner=None, *, width: int = 80, hash_width: int = 12) -> None:
         super().__init__(svc, runner)
@@ -44,6 +45,7 @@ class ManifestInspector(ServiceWidget):
         self.title = widgets.HTML()
         self.table = widgets.HTML()
         self.frame = pd.DataFrame()
+        self.caption = ""
         self.revision.observe(self._refresh, names="value")
         self.state.observe(self._refresh, names="value")
         self.reload_button.on_click(lambda _: self.reload())
@@ -70,9 +72,18 @@ class ManifestInspector(ServiceWidget):
         frame.insert(0, "change", [changed.get(e, "") for e in frame["entry_id"]])
         self.frame = frame
         m = revision.manifest
-        self.title.value = (
-            f"<b>{esc(revision.ref)}</b> · {len(m.active)} active · {len(m.inactive)} inactive · "
-            f"{len(changed)} changed since Revision {revision.revision - 1 if previous else '—'}"
-        )
+        facts = (f"{len(m.active)} active · {len(m.inactive)} inactive · "
+                 f"{len(changed)} changed since Revision {revision.revision - 1 if previous else '—'}")
+        self.caption = f"{revision.ref} · {facts}" + ("" if self.state.value == "all" else f" · showing {self.state.value}")
+        self.title.value = f"<b>{esc(revision.ref)}</b> · {facts}"
         labels = {i: label for i, label in enumerate(frame["change"]) if label}
         self.table.value = html_table(frame, labels)
+
+    def headline(self) -> str:
+        return f"ManifestInspector({self.caption})"
+
+    def fallback_text(self) -> str:
+        return f"{self.headline()}\n{frame_text(self.frame)}"
+
+    def fallback_html(self) -> str:
+        return f"<b>ManifestInspector</b> {esc(self.caption)}{self.table.value}{self.status.value}"

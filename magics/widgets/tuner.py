@@ -7,17 +7,28 @@ that matter for the mode (fts: terms and coverage; vector: cosine; hybrid: all t
 and the limit; the selected sweep point's metrics update live, and the plot shows the
 chosen metric and the false-admission rate along the mode's main threshold, with the
 selected point and the harness's recommendation marked.
+
+The plot is SVG (sharp at any zoom, shown at its natural size); the no-admission
+point (cosine −1: admit everything) sits just left of the swept range under a "none"
+tick instead of stretching the axis to −1. ``fts_min_terms`` is an IntSlider, the
+float thresholds and the limit are SelectionSliders over the swept values, and every
+label is shown whole. Without a live kernel the tuner displays its selected point and
+plotted curve as tables.
 """
 
 from __future__ import annotations
 
+import io
 import math
 from typing import Any
 
 import ipywidgets as widgets
 import pandas as pd
 
-from ..display import esc
+from powercontext.eval.plots import cosine_positions
+
+from ..display import esc, html_table
+from ._base import StaticFallback, frame_text
 
 __all__ = ["ThresholdTuner"]
 
@@ -25,17 +36,39 @@ THRESHOLDS = ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")
 RELEVANT = {"fts": ("fts_min_terms", "fts_min_coverage"), "vector": ("vector_min_cosine",), "hybrid": THRESHOLDS}
 AXIS = {"fts": "fts_min_coverage", "vector": "vector_min_cosine", "hybrid": "vector_min_cosine"}
 SHOWN = ("ndcg@10", "mrr@10", "recall@10", "set_precision", "set_recall", "set_f1", "false_admission", "empty_answer")
+INTEGER = ("fts_min_terms",)
+#: Labels shown whole: descriptions take the width they need.
+LABEL_STYLE = {"description_width": "initial"}
+#: Deterministic SVG (no date, fixed ids): a re-executed notebook diffs cleanly.
+SVG_RC = {"svg.hashsalt": "pcmem-tuner", "svg.fonttype": "path"}
 
 
 def _values(frame: pd.DataFrame, column: str) -> list[Any]:
-    return sorted(v for v in frame[column].dropna().unique())
+    values = sorted(v for v in frame[column].dropna().unique())
+    return [int(v) for v in values] if column in INTEGER or column == "limit" else [float(v) for v in values]
 
 
-class ThresholdTuner(widgets.VBox):
+def _label(name: str, value: Any) -> str:
+    if name == "vector_min_cosine" and value <= -1:
+        return "none (−1)"
+    return f"{value:g}"
+
+
+def _set_int_range(slider: widgets.IntSlider, values: list[int], value: int) -> None:
+    lo, hi = values[0], values[-1]
+    if lo > slider.max:  # widen upwards first so that min never exceeds max
+        slider.max, slider.min = hi, lo
+    else:
+        slider.min, slider.max = lo, hi
+    slider.value = value
+
+
+class ThresholdTuner(StaticFallback, widgets.VBox):
     """State: ``backend``, ``mode``, ``split``, ``corpus``, ``metric`` (Dropdowns);
-    ``fts_min_terms``, ``fts_min_coverage``, ``vector_min_cosine``, ``limit``
-    (SelectionSliders over the swept values); ``point`` (the selected row), ``curve``
-    (the plotted rows), ``table`` (HTML of the point's metrics), ``plot`` (Output)."""
+    ``fts_min_terms`` (IntSlider), ``fts_min_coverage``, ``vector_min_cosine``,
+    ``limit`` (SelectionSliders over the swept values); ``point`` (the selected row),
+    ``curve`` (the plotted rows), ``table`` (HTML of the point's metrics), ``plot``
+    (an SVG Image)."""
 
     def __init__(self, result: Any, metric: str = "ndcg@10", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -45,17 +78,23 @@ class ThresholdTuner(widgets.VBox):
         self.recommendations = getattr(result, "recommendations", None)
         f = self.frame
         pick = lambda col, prefer: prefer if prefer in set(f[col]) else sorted(set(f[col]))[0]  # noqa: E731
-        self.backend = widgets.Dropdown(options=sorted(set(f.backend)), value=pick("backend", "sqlite"), description="backend")
-        self.mode = widgets.Dropdown(options=sorted(set(f["mode"])), value=pick("mode", "fts"), description="mode")
-        self.split = widgets.Dropdown(options=sorted(set(f.split)), value=pick("split", "dev"), description="split")
-        self.corpus = widgets.Dropdown(options=sorted(set(f.corpus)), value=pick("corpus", "all"), description="corpus")
+        dropdown = lambda name, options, value: widgets.Dropdown(  # noqa: E731
+            options=options, value=value, description=name, style=LABEL_STYLE)
+        self.backend = dropdown("backend", sorted(set(f.backend)), pick("backend", "sqlite"))
+        self.mode = dropdown("mode", sorted(set(f["mode"])), pick("mode", "fts"))
+        self.split = dropdown("split", sorted(set(f.split)), pick("split", "dev"))
+        self.corpus = dropdown("corpus", sorted(set(f.corpus)), pick("corpus", "all"))
         metrics = [m for m in SHOWN if m in f.columns and m != "false_admission"]
-        self.metric = widgets.Dropdown(options=metrics, value=metric if metric in metrics else metrics[0], description="metric")
-        self.sliders = {name: widgets.SelectionSlider(options=[0], description=name, continuous_update=False)
-                        for name in (*THRESHOLDS, "limit")}
+        self.metric = dropdown("metric", metrics, metric if metric in metrics else metrics[0])
+        self.sliders: dict[str, widgets.IntSlider | widgets.SelectionSlider] = {
+            name: (widgets.IntSlider(value=1, min=1, max=1, description=name, continuous_update=False, style=LABEL_STYLE)
+                   if name in INTEGER else
+                   widgets.SelectionSlider(options=[0], description=name, continuous_update=False, style=LABEL_STYLE))
+            for name in (*THRESHOLDS, "limit")
+        }
         self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine, self.limit = self.sliders.values()
         self.table = widgets.HTML()
-        self.plot = widgets.Image(format="png")
+        self.plot = widgets.Image(format="svg+xml")
         self.point: pd.Series | None = None
         self._sliced = False  # before the first slice, sliders hold placeholders
         self.curve = pd.DataFrame()
@@ -87,8 +126,11 @@ class ThresholdTuner(widgets.VBox):
             if values:
                 swept = self._sliced and slider.value in values
                 keep = slider.value if swept else self._default(name, values)
-                slider.options = values
-                slider.value = keep
+                if isinstance(slider, widgets.IntSlider):
+                    _set_int_range(slider, values, int(keep))
+                else:
+                    slider.options = [(_label(name, v), v) for v in values]
+                    slider.value = keep
         self._quiet = False
         self._sliced = True
         self._update()
@@ -96,7 +138,7 @@ class ThresholdTuner(widgets.VBox):
     def _default(self, name: str, values: list[Any]) -> Any:
         rec = self._recommended()
         if rec is not None and name in rec and rec[name] in values:
-            return rec[name]
+            return values[values.index(rec[name])]
         return 8 if name == "limit" and 8 in values else values[len(values) // 2]
 
     def _recommended(self) -> dict[str, Any] | None:
@@ -122,42 +164,75 @@ class ThresholdTuner(widgets.VBox):
         self.table.value = self._table_html()
         self._draw(axis)
 
+    def _metrics(self) -> list[tuple[str, float]]:
+        if self.point is None:
+            return []
+        return [(m, float(self.point[m])) for m in SHOWN
+                if m in self.point.index and not (isinstance(self.point[m], float) and math.isnan(self.point[m]))]
+
     def _table_html(self) -> str:
         if self.point is None:
             return "<i>no sweep point at these thresholds</i>"
-        cells = "".join(
-            f"<td style='padding:2px 8px'><b>{esc(m)}</b><br>{self.point[m]:.3f}</td>"
-            for m in SHOWN if m in self.point.index and not (isinstance(self.point[m], float) and math.isnan(self.point[m]))
-        )
+        cells = "".join(f"<td style='padding:2px 8px'><b>{esc(m)}</b><br>{v:.3f}</td>" for m, v in self._metrics())
         return f"<table><tr>{cells}</tr></table>"
 
     def _draw(self, axis: str) -> None:
-        """Render to PNG bytes with a pyplot-free Figure: no global backend state, and
-        an Image widget (unlike an Output widget) adds no cell outputs per redraw."""
-        import io
-
+        """Render to SVG with a pyplot-free Figure: no global backend state, and an
+        Image widget (unlike an Output widget) adds no cell outputs per redraw."""
+        import matplotlib
         from matplotlib.figure import Figure
 
-        fig = Figure(figsize=(6, 3))
+        fig = Figure(figsize=(6.4, 3.2))
         ax = fig.subplots()
-        ax.plot(self.curve[axis], self.curve[self.metric.value], marker="o", label=self.metric.value)
-        ax.plot(self.curve[axis], self.curve["false_admission"], marker="x", label="false_admission")
-        if self.point is not None:
-            ax.axvline(self.point[axis], color="grey", linestyle="--", label="selected")
+        marks = {"selected": self.point[axis] if self.point is not None else None}
         rec = self._recommended()
-        if rec is not None:
-            ax.axvline(rec[axis], color="green", linestyle=":", label="recommended")
+        marks["recommended"] = rec[axis] if rec is not None else None
+        xs = self.curve[axis].astype(float).tolist()
+        if axis == "vector_min_cosine":  # −1 (no admission) left of the range, under a "none" tick
+            names = [k for k, v in marks.items() if v is not None]
+            placed = cosine_positions(ax, pd.Series(xs + [float(marks[k]) for k in names], dtype=float)).tolist()
+            xs, marks = placed[:len(xs)], {**marks, **dict(zip(names, placed[len(xs):], strict=True))}
+        ax.plot(xs, self.curve[self.metric.value], marker="o", label=self.metric.value)
+        ax.plot(xs, self.curve["false_admission"], marker="x", label="false_admission")
+        styles = {"selected": dict(color="grey", linestyle="--"), "recommended": dict(color="green", linestyle=":")}
+        for name, x in marks.items():
+            if x is not None and not (isinstance(x, float) and math.isnan(x)):
+                ax.axvline(x, label=name, **styles[name])
         ax.set_xlabel(axis)
         ax.set_ylim(0, 1.02)
         ax.legend(loc="best", fontsize="small")
         ax.set_title(f"{self.backend.value} · {self.mode.value} · {self.split.value} · limit {self.limit.value}")
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+        with matplotlib.rc_context(SVG_RC):
+            fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
         self.plot.value = buf.getvalue()
 
-    def __repr__(self) -> str:  # stable text for nbval
+    # ------------------------------------------------------------------ static display
+
+    def headline(self) -> str:  # stable text for nbval
         if self.point is None:
             return "ThresholdTuner(no point)"
         picked = ", ".join(f"{n}={self.point[n]:g}" for n in RELEVANT[self.mode.value])
         return (f"ThresholdTuner({self.backend.value}/{self.mode.value}/{self.split.value}, {picked}, limit={self.limit.value}: "
                 f"{self.metric.value}={self.point[self.metric.value]:.3f}, false_admission={self.point['false_admission']:.3f})")
+
+    def curve_frame(self) -> pd.DataFrame:
+        """The plotted rows: the mode's main threshold, the chosen metric, false admission."""
+        axis = AXIS[self.mode.value]
+        columns = [axis, self.metric.value, "false_admission"]
+        if self.curve.empty:
+            return pd.DataFrame(columns=columns)
+        frame = self.curve[columns].copy()
+        frame[axis] = [_label(axis, v) for v in frame[axis]]
+        for column in columns[1:]:
+            frame[column] = [f"{v:.3f}" for v in frame[column]]
+        return frame.reset_index(drop=True)
+
+    def fallback_text(self) -> str:
+        metrics = " · ".join(f"{m} {v:.3f}" for m, v in self._metrics())
+        return "\n".join([self.headline(), metrics or "no sweep point at these thresholds",
+                          f"along {AXIS[self.mode.value]}:", frame_text(self.curve_frame())])
+
+    def fallback_html(self) -> str:
+        return (f"<b>ThresholdTuner</b> {esc(self.headline())}{self.table.value}"
+                f"{html_table(self.curve_frame(), caption=f'along {AXIS[self.mode.value]}')}")

@@ -1,6 +1,11 @@
-"""Widget behaviour through widget state: move a control, assert what is shown."""
+"""Widget behaviour through widget state: move a control, assert what is shown (and
+what a static renderer shows: the display bundle's text/plain and text/html).
+ThresholdTuner: test_tuner.py."""
 
 from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
 
 import pytest
 
@@ -118,58 +123,90 @@ def test_widgets_accept_revisions_and_default_to_the_magics_runner(history):
     assert a.error is None and a.hits.memory.tolist() == [f"{mid}@3"]
 
 
-def test_threshold_tuner_follows_its_sliders():
-    import pandas as pd
+class Cells(HTMLParser):
+    """Every <td>/<th> of an HTML fragment: its attributes and its text."""
 
-    from powercontext.magics.widgets import ThresholdTuner
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.cells: list[tuple[dict, str]] = []
+        self._open: dict | None = None
+        self.feed(html)
 
-    rows = []
-    for cov in (0.0, 0.25, 0.5):
-        for terms in (1, 2):
-            for limit in (3, 8):
-                rows.append(dict(backend="sqlite", mode="fts", corpus="all", split="dev", fts_min_terms=terms,
-                                 fts_min_coverage=cov, vector_min_cosine=float("nan"), limit=limit,
-                                 **{"ndcg@10": 0.5 - cov / 2 + terms / 100 + limit / 1000, "false_admission": 1 - cov}))
-    for cos in (0.3, 0.5):
-        rows.append(dict(backend="sqlite", mode="vector", corpus="all", split="dev", fts_min_terms=float("nan"),
-                         fts_min_coverage=float("nan"), vector_min_cosine=cos, limit=8,
-                         **{"ndcg@10": 0.7 - cos, "false_admission": 0.9 - cos}))
-    sweep = pd.DataFrame(rows)
-    rec = pd.DataFrame([dict(mode="fts", fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=0.3)])
+    def handle_starttag(self, tag, attrs):
+        if tag in ("td", "th"):
+            self._open = dict(attrs)
+            self.cells.append((self._open, ""))
 
-    class Result:  # the shape harness.sweep returns
-        pass
+    def handle_data(self, data):
+        if self._open is not None:
+            attrs, text = self.cells[-1]
+            self.cells[-1] = (attrs, text + data)
 
-    result = Result()
-    result.sweep, result.recommendations = sweep, rec
-    t = ThresholdTuner(result)
-    # starts at the recommendation
-    assert (t.point.fts_min_terms, t.point.fts_min_coverage, t.point.limit) == (2, 0.25, 8)
-    assert t.point["ndcg@10"] == pytest.approx(0.5 - 0.125 + 0.02 + 0.008)
-    t.fts_min_coverage.value = 0.5
-    assert t.point["false_admission"] == pytest.approx(0.5) and "0.500" in t.table.value
-    assert list(t.curve.fts_min_coverage) == [0.0, 0.25, 0.5] and set(t.curve.fts_min_terms) == {2}
-    t.limit.value = 3
-    assert t.point.limit == 3 and set(t.curve.limit) == {3}
-    t.mode.value = "vector"
-    assert t.fts_min_terms.disabled and not t.vector_min_cosine.disabled
-    assert list(t.curve.vector_min_cosine) == [0.3, 0.5] and t.point.limit == 8
-    t.vector_min_cosine.value = 0.5
-    assert t.point["ndcg@10"] == pytest.approx(0.2) and "vector_min_cosine=0.5" in repr(t)
-    with pytest.raises(TypeError):
-        ThresholdTuner(pd.DataFrame({"x": [1]}))
+    def handle_endtag(self, tag):
+        if tag in ("td", "th"):
+            self._open = None
 
 
-def test_threshold_tuner_redraws_its_plot_as_png():
-    import pandas as pd
+LONG = ("Always run make test and the notebook checks before pushing to main, and never push when "
+        "any test is red.")
 
-    from powercontext.magics.widgets import ThresholdTuner
 
-    sweep = pd.DataFrame([dict(backend="sqlite", mode="vector", corpus="all", split="dev", fts_min_terms=float("nan"),
-                               fts_min_coverage=float("nan"), vector_min_cosine=c, limit=8,
-                               **{"ndcg@10": 1 - c, "false_admission": 1 - c}) for c in (0.2, 0.4)])
-    t = ThresholdTuner(sweep)
-    first = bytes(t.plot.value)
-    assert first.startswith(b"\x89PNG")
-    t.vector_min_cosine.value = 0.2 if t.point.vector_min_cosine == 0.4 else 0.4
-    assert bytes(t.plot.value).startswith(b"\x89PNG") and bytes(t.plot.value) != first
+def test_admission_inspector_rows_stay_one_line_with_the_whole_reason_on_hover(history, shell):
+    svc, runner, mid, _ = history
+    run(shell, f'%pcmem remember --memory {mid} --kind preference "{LONG}"')
+    w = AdmissionInspector(svc, [mid], runner=runner, query="make test push main red")
+    assert len(w.rejected) + len(w.admitted) >= 2
+    for table in (w.hits_table.value, w.admitted_table.value, w.rejected_table.value):
+        if not table:
+            continue
+        # the table scrolls sideways inside its box instead of being cut off at the right
+        assert re.match(r"<div class='pcmem-scroll' style='overflow-x:auto;max-width:100%'><table", table)
+        cells = Cells(table).cells
+        assert cells and all("white-space:nowrap" in attrs.get("style", "") for attrs, _ in cells)
+    frame = w.rejected if len(w.rejected) else w.admitted
+    cells = Cells(w.rejected_table.value if len(w.rejected) else w.admitted_table.value).cells
+    reasons = [(attrs, text) for attrs, text in cells if "title" in attrs and attrs["title"] in set(frame.reason)]
+    assert len(reasons) == len(frame)  # every reason cell carries the whole reason as its hover title
+    long_reasons = [(attrs, text) for attrs, text in reasons if len(attrs["title"]) > 40]
+    assert long_reasons, [a["title"] for a, _ in reasons]
+    assert all(len(text) == 40 and text.endswith("…") for _, text in long_reasons)
+    texts = [(attrs, text) for attrs, text in Cells(w.admitted_table.value + w.hits_table.value).cells
+             if attrs.get("title", "").startswith("Always run make test")]
+    assert texts and all(len(text) == 48 and text.endswith("…") for _, text in texts)
+
+
+def test_inspectors_display_their_table_without_a_live_kernel(history):
+    svc, runner, mid, port = history
+    m = ManifestInspector(svc, mid, runner=runner)
+    m.revision.value = 2
+    bundle = m._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle  # the live view stays
+    text, html = bundle["text/plain"], bundle["text/html"]
+    assert text.splitlines()[0] == f"ManifestInspector({mid}@2 · 3 active · 0 inactive · 2 changed since Revision 1)"
+    assert repr(m) == text.splitlines()[0] and "children=" not in text
+    assert all(t in text for t in (PUSH, SITE, PORT)) and text.count("added") == 2
+    assert "<table class='pcmem-table'>" in html and html.count('data-label="added"') == 2 and esc_in(SITE, html)
+    m.state.value = "inactive"
+    assert m._repr_mimebundle_()["text/plain"].endswith("(no rows)")
+
+    lineage = LineageExplorer(svc, mid, runner=runner)
+    lineage.entry.value = port
+    bundle = lineage._repr_mimebundle_()
+    assert bundle["text/plain"].splitlines()[0] == f"LineageExplorer({mid}@3 · {port}: 1 versions, 2 changes)"
+    assert "user_requested" in bundle["text/plain"] and 'data-label="deactivated"' in bundle["text/html"]
+
+    a = AdmissionInspector(svc, [mid], runner=runner, query=QUERY)
+    bundle = a._repr_mimebundle_()
+    head = bundle["text/plain"].splitlines()[0]
+    assert head == repr(a) and head.startswith(f"AdmissionInspector(1 hit for {QUERY!r} · mode ")
+    assert "rejected candidates:" in bundle["text/plain"] and "matched 1/6 terms, needs 2" in bundle["text/plain"]
+    assert SITE in bundle["text/plain"] and "rejected candidates" in bundle["text/html"]
+    a.mode.value = "vector"
+    assert "not supported: vector search is unavailable" in a._repr_mimebundle_()["text/html"]
+    assert repr(a).startswith("AdmissionInspector(not supported: vector search")
+
+
+def esc_in(text: str, html: str) -> bool:
+    import html as html_lib
+
+    return html_lib.escape(text, quote=True) in html

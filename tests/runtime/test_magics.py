@@ -74,5 +74,13 @@ def test_journal_inspector_shows_windows_failures_and_flushes(shell, target, sco
     assert widget.journal_frame.revision[0].endswith("@1")
     assert list(widget.windows_frame.outcome) == ["committed", "failed"] and "cursor 1 of 1" in widget.summary.value
     assert repr(widget) == f"JournalInspector({scope!r}: 1 Sources, cursor 1 of 1, 2 windows)"
+    bundle = widget._repr_mimebundle_()  # what a static renderer shows: the tables, not the widget tree
+    text = bundle["text/plain"]
+    assert text.splitlines()[0] == repr(widget) and "children=" not in text
+    rows = [line.split() for line in text.splitlines()[3:4]]
+    assert rows == [["1", "t1", "consumed", "(0,", "1]", "committed", widget.journal_frame.revision[0], "one"]], text
+    assert "the extractor is down" in text  # the failed window's detail
+    assert "finished_at" not in text + bundle["text/html"]  # varies per run: nbval compares these
+    assert bundle["text/html"].count('data-label="committed"') == 2 and 'data-label="failed"' in bundle["text/html"]
     widget.flush_button.click()
     assert widget.last_flush.status == "idle"
