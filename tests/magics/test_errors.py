@@ -100,3 +100,10 @@ def test_failed_open_keeps_the_open_database(opened, capsys):
     shell, mid = opened
     fail(shell, capsys, "%pcmem open ftp://example.org/x")
     assert run(shell, "%pcmem memories").memory.tolist() == [mid]
+
+
+def test_open_in_a_missing_directory_creates_nothing(shell, tmp_path, capsys):
+    target = tmp_path / "missing" / "x.db"
+    line = fail(shell, capsys, f"%pcmem open {target}")
+    assert f"directory '{target.parent}' does not exist" in line
+    assert not target.parent.exists() and list(tmp_path.iterdir()) == []

@@ -109,3 +109,45 @@ def test_sanitize_patterns_parse_and_compile():
     assert patterns, "nbval found no regex/replace pairs in notebooks/sanitize.cfg"
     for regex, _ in patterns:
         re.compile(regex)
+
+
+# ---------------------------------------------------------------- outside a live kernel
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def widget_outputs(path: Path) -> list[dict]:
+    return [out for cell in code_cells(path) for out in cell.outputs if WIDGET_VIEW in out.get("data", {})]
+
+
+def test_make_notebooks_stores_widget_state():
+    recipe = (ROOT / "Makefile").read_text().split("\nnotebooks:")[1].split("\n\n")[0]
+    assert "--ExecutePreprocessor.store_widget_state=True" in recipe
+
+
+@pytest.mark.parametrize("path", [p for p in notebook_paths() if widget_outputs(p)], ids=lambda p: p.stem)
+def test_widget_cells_render_without_a_kernel(path):
+    """Every displayed widget's state is stored (nbviewer and nbconvert draw it), and
+    its output also holds the widget's table as text/plain and text/html (GitHub, or any
+    renderer without widget support, shows that instead of `Widget(children=(HBox(…`)."""
+    state = nbformat.read(path, as_version=4).metadata["widgets"][WIDGET_STATE]["state"]
+    for out in widget_outputs(path):
+        model = out["data"][WIDGET_VIEW]["model_id"]
+        assert model in state, f"{path.name}: widget {model} is displayed but its state was not stored"
+        assert state[model]["model_name"] == "VBoxModel"
+        text, html = out["data"].get("text/plain", ""), out["data"].get("text/html", "")
+        assert "children=(" not in text and "\n" in text, f"{path.name}: a widget shows its raw repr: {text[:80]!r}"
+        assert "<table" in html, f"{path.name}: a widget output has no HTML table for static renderers"
+
+
+def test_nbconvert_html_draws_widgets_and_falls_back_to_their_tables():
+    from nbconvert import HTMLExporter
+
+    path = NOTEBOOKS / "02_manifests_and_lineage.ipynb"
+    live, _ = HTMLExporter().from_filename(str(path))
+    assert f'<script type="{WIDGET_STATE}">' in live and f'<script type="{WIDGET_VIEW}">' in live
+    # a renderer that cannot draw widgets (GitHub's, for one) takes the next richest type
+    static, _ = HTMLExporter(config={"NbConvertBase": {"display_data_priority": ["text/html", "text/plain"]}}).from_filename(str(path))
+    assert "children=(HBox" not in static and "pcmem-table" in static
+    assert static.count("<b>ManifestInspector</b>") == 1 and static.count("<b>LineageExplorer</b>") == 1
