@@ -2,9 +2,10 @@
 
 ``ThresholdTuner(result)`` takes what ``powercontext.eval.harness.sweep`` returns (or
 its ``.sweep`` DataFrame: one row per backend × mode × corpus × split × thresholds ×
-limit, one column per metric). Dropdowns pick the slice, sliders pick the thresholds
-that matter for the mode (fts: terms and coverage; vector: cosine; hybrid: all three)
-and the limit; the selected sweep point's metrics update live, and the plot shows the
+limit, one column per metric). Dropdowns pick the slice (and the admission family,
+when the sweep has several), sliders pick the thresholds the slice reads (fts: terms
+and coverage; vector: cosine; hybrid: all three; a family's own thresholds too) and
+the limit; the selected sweep point's metrics update live, and the plot shows the
 chosen metric and the false-admission rate along the mode's main threshold, with the
 selected point and the harness's recommendation marked.
 
@@ -33,22 +34,39 @@ from ._base import StaticFallback, frame_text
 __all__ = ["ThresholdTuner"]
 
 THRESHOLDS = ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")
-RELEVANT = {"fts": ("fts_min_terms", "fts_min_coverage"), "vector": ("vector_min_cosine",), "hybrid": THRESHOLDS}
-AXIS = {"fts": "fts_min_coverage", "vector": "vector_min_cosine", "hybrid": "vector_min_cosine"}
+#: Every threshold column a sweep may hold (a sweep of admission families adds the
+#: ones after the RFC's three); the tuner shows a slider for each column present and
+#: enables it where the slice reads it (non-NaN).
+PARAMS = ("fts_min_terms", "fts_min_coverage", "hybrid_fts_min_terms", "hybrid_fts_min_coverage", "vector_min_cosine",
+          "vector_min_centred", "cross_script_min_terms", "vector_uncovered", "gate_min")
+INTEGER = frozenset({"fts_min_terms", "hybrid_fts_min_terms", "cross_script_min_terms", "limit"})
 SHOWN = ("ndcg@10", "mrr@10", "recall@10", "set_precision", "set_recall", "set_f1", "false_admission", "empty_answer")
-INTEGER = ("fts_min_terms",)
 #: Labels shown whole: descriptions take the width they need.
 LABEL_STYLE = {"description_width": "initial"}
 #: Deterministic SVG (no date, fixed ids): a re-executed notebook diffs cleanly.
 SVG_RC = {"svg.hashsalt": "pcmem-tuner", "svg.fonttype": "path"}
 
 
+def _present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
+def _order(value: Any) -> tuple:
+    return (1, 0.0, value) if isinstance(value, str) else (0, float(value), "")
+
+
 def _values(frame: pd.DataFrame, column: str) -> list[Any]:
-    values = sorted(v for v in frame[column].dropna().unique())
-    return [int(v) for v in values] if column in INTEGER or column == "limit" else [float(v) for v in values]
+    """The swept values of ``column`` in ``frame``: ints for integer thresholds, floats
+    (or a word such as ``refuse``) otherwise."""
+    values = sorted({v for v in frame[column] if _present(v)}, key=_order)
+    if column in INTEGER:
+        return [int(v) for v in values]
+    return [v if isinstance(v, str) else float(v) for v in values]
 
 
 def _label(name: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
     if name == "vector_min_cosine" and value <= -1:
         return "none (−1)"
     return f"{value:g}"
@@ -64,11 +82,13 @@ def _set_int_range(slider: widgets.IntSlider, values: list[int], value: int) -> 
 
 
 class ThresholdTuner(StaticFallback, widgets.VBox):
-    """State: ``backend``, ``mode``, ``split``, ``corpus``, ``metric`` (Dropdowns);
-    ``fts_min_terms`` (IntSlider), ``fts_min_coverage``, ``vector_min_cosine``,
-    ``limit`` (SelectionSliders over the swept values); ``point`` (the selected row),
-    ``curve`` (the plotted rows), ``table`` (HTML of the point's metrics), ``plot``
-    (an SVG Image)."""
+    """State: ``backend``, ``mode``, ``split``, ``corpus``, ``metric`` (and ``family``
+    for a sweep of admission families) Dropdowns; one slider per threshold column in
+    ``sliders`` — ``fts_min_terms`` and the other integer thresholds are IntSliders,
+    ``fts_min_coverage``, ``vector_min_cosine``, … and ``limit`` SelectionSliders over
+    the swept values, each enabled where the slice reads it; ``point`` (the selected
+    row), ``curve`` (the plotted rows), ``table`` (HTML of the point's metrics),
+    ``plot`` (an SVG Image)."""
 
     def __init__(self, result: Any, metric: str = "ndcg@10", **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -84,53 +104,76 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
         self.mode = dropdown("mode", sorted(set(f["mode"])), pick("mode", "fts"))
         self.split = dropdown("split", sorted(set(f.split)), pick("split", "dev"))
         self.corpus = dropdown("corpus", sorted(set(f.corpus)), pick("corpus", "all"))
+        self.family = dropdown("family", sorted(set(f.family)), pick("family", "floors")) if "family" in f else None
         metrics = [m for m in SHOWN if m in f.columns and m != "false_admission"]
         self.metric = dropdown("metric", metrics, metric if metric in metrics else metrics[0])
+        self.params = [p for p in PARAMS if p in f.columns]
         self.sliders: dict[str, widgets.IntSlider | widgets.SelectionSlider] = {
             name: (widgets.IntSlider(value=1, min=1, max=1, description=name, continuous_update=False, style=LABEL_STYLE)
-                   if name in INTEGER else
+                   if name in INTEGER and name != "limit" else
                    widgets.SelectionSlider(options=[0], description=name, continuous_update=False, style=LABEL_STYLE))
-            for name in (*THRESHOLDS, "limit")
+            for name in (*self.params, "limit")
         }
-        self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine, self.limit = self.sliders.values()
+        self.fts_min_terms, self.fts_min_coverage = self.sliders["fts_min_terms"], self.sliders["fts_min_coverage"]
+        self.vector_min_cosine, self.limit = self.sliders["vector_min_cosine"], self.sliders["limit"]
         self.table = widgets.HTML()
         self.plot = widgets.Image(format="svg+xml")
         self.point: pd.Series | None = None
+        self.relevant: list[str] = []  # the thresholds the current slice reads
+        self._swept: dict[str, int] = {}  # how many values the slice sweeps per threshold
         self._sliced = False  # before the first slice, sliders hold placeholders
         self.curve = pd.DataFrame()
-        for control in (self.backend, self.mode, self.split, self.corpus):
+        slicers = [self.backend, self.mode, self.split, self.corpus] + ([self.family] if self.family else [])
+        for control in slicers:
             control.observe(self._reslice, names="value")
         for control in (*self.sliders.values(), self.metric):
             control.observe(self._update, names="value")
+        sliders = list(self.sliders.values())
         self.children = [
-            widgets.HBox([self.backend, self.mode]), widgets.HBox([self.split, self.corpus, self.metric]),
-            widgets.HBox([self.fts_min_terms, self.fts_min_coverage]), widgets.HBox([self.vector_min_cosine, self.limit]),
+            widgets.HBox(slicers[:2] + slicers[4:]), widgets.HBox([self.split, self.corpus, self.metric]),
+            *(widgets.HBox(sliders[i:i + 2]) for i in range(0, len(sliders), 2)),
             self.table, self.plot,
         ]
         self._reslice()
 
     def _slice(self) -> pd.DataFrame:
         f = self.frame
-        return f[(f.backend == self.backend.value) & (f["mode"] == self.mode.value)
-                 & (f.split == self.split.value) & (f.corpus == self.corpus.value)]
+        keep = ((f.backend == self.backend.value) & (f["mode"] == self.mode.value)
+                & (f.split == self.split.value) & (f.corpus == self.corpus.value))
+        if self.family is not None:
+            keep &= f.family == self.family.value
+        return f[keep]
+
+    @property
+    def axis(self) -> str:
+        """The threshold the plot runs along: coverage for fts, else the vector
+        threshold the slice sweeps most (the centred cosine for a centred family)."""
+        if self.mode.value == "fts" or not self.relevant:
+            return "fts_min_coverage"
+        vector = [n for n in ("vector_min_cosine", "vector_min_centred") if n in self.relevant]
+        return max(vector or self.relevant, key=lambda n: self._swept[n])
 
     def _reslice(self, change: Any = None) -> None:
         """New slice: reset each slider to the values swept there, keeping the current
         value when it was swept too."""
         part = self._slice()
         self._quiet = True
+        self.relevant, self._swept = [], {}
         for name, slider in self.sliders.items():
             values = _values(part, name)
-            relevant = name == "limit" or name in RELEVANT[self.mode.value]
-            slider.disabled = not relevant or not values
-            if values:
-                swept = self._sliced and slider.value in values
-                keep = slider.value if swept else self._default(name, values)
-                if isinstance(slider, widgets.IntSlider):
-                    _set_int_range(slider, values, int(keep))
-                else:
-                    slider.options = [(_label(name, v), v) for v in values]
-                    slider.value = keep
+            self._swept[name] = len(values)
+            slider.disabled = not values
+            if not values:
+                continue
+            if name != "limit":
+                self.relevant.append(name)
+            swept = self._sliced and slider.value in values
+            keep = slider.value if swept else self._default(name, values)
+            if isinstance(slider, widgets.IntSlider):
+                _set_int_range(slider, values, int(keep))
+            else:
+                slider.options = [(_label(name, v), v) for v in values]
+                slider.value = keep
         self._quiet = False
         self._sliced = True
         self._update()
@@ -145,19 +188,23 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
         if self.recommendations is None or not len(self.recommendations):
             return None
         rows = self.recommendations[self.recommendations["mode"] == self.mode.value]
-        return None if rows.empty else {k: rows.iloc[0][k] for k in THRESHOLDS}
+        if self.family is not None and "family" in rows:
+            rows = rows[rows["family"] == self.family.value]
+        if rows.empty:
+            return None
+        return {k: rows.iloc[0][k] for k in self.params if k in rows.columns and _present(rows.iloc[0][k])}
 
     def _update(self, change: Any = None) -> None:
         if getattr(self, "_quiet", False):
             return
         part = self._slice()
         chosen = part[part.limit == self.limit.value]
-        for name in RELEVANT[self.mode.value]:
+        for name in self.relevant:
             chosen = chosen[chosen[name] == self.sliders[name].value]
         self.point = chosen.iloc[0] if len(chosen) else None
-        axis = AXIS[self.mode.value]
+        axis = self.axis
         curve = part[part.limit == self.limit.value]
-        for name in RELEVANT[self.mode.value]:
+        for name in self.relevant:
             if name != axis:
                 curve = curve[curve[name] == self.sliders[name].value]
         self.curve = curve.sort_values(axis)
@@ -184,9 +231,8 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
 
         fig = Figure(figsize=(6.4, 3.2))
         ax = fig.subplots()
-        marks = {"selected": self.point[axis] if self.point is not None else None}
-        rec = self._recommended()
-        marks["recommended"] = rec[axis] if rec is not None else None
+        rec = self._recommended() or {}
+        marks = {"selected": self.point[axis] if self.point is not None else None, "recommended": rec.get(axis)}
         xs = self.curve[axis].astype(float).tolist()
         if axis == "vector_min_cosine":  # −1 (no admission) left of the range, under a "none" tick
             names = [k for k, v in marks.items() if v is not None]
@@ -212,13 +258,15 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
     def headline(self) -> str:  # stable text for nbval
         if self.point is None:
             return "ThresholdTuner(no point)"
-        picked = ", ".join(f"{n}={self.point[n]:g}" for n in RELEVANT[self.mode.value])
-        return (f"ThresholdTuner({self.backend.value}/{self.mode.value}/{self.split.value}, {picked}, limit={self.limit.value}: "
+        picked = ", ".join(f"{n}={_label('', self.point[n])}" for n in self.relevant)
+        family = f"/{self.family.value}" if self.family is not None else ""
+        return (f"ThresholdTuner({self.backend.value}/{self.mode.value}/{self.split.value}{family}, {picked}, "
+                f"limit={self.limit.value}: "
                 f"{self.metric.value}={self.point[self.metric.value]:.3f}, false_admission={self.point['false_admission']:.3f})")
 
     def curve_frame(self) -> pd.DataFrame:
         """The plotted rows: the mode's main threshold, the chosen metric, false admission."""
-        axis = AXIS[self.mode.value]
+        axis = self.axis
         columns = [axis, self.metric.value, "false_admission"]
         if self.curve.empty:
             return pd.DataFrame(columns=columns)
@@ -231,8 +279,8 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
     def fallback_text(self) -> str:
         metrics = " · ".join(f"{m} {v:.3f}" for m, v in self._metrics())
         return "\n".join([self.headline(), metrics or "no sweep point at these thresholds",
-                          f"along {AXIS[self.mode.value]}:", frame_text(self.curve_frame())])
+                          f"along {self.axis}:", frame_text(self.curve_frame())])
 
     def fallback_html(self) -> str:
         return (f"<b>ThresholdTuner</b> {esc(self.headline())}{self.table.value}"
-                f"{html_table(self.curve_frame(), caption=f'along {AXIS[self.mode.value]}')}")
+                f"{html_table(self.curve_frame(), caption=f'along {self.axis}')}")

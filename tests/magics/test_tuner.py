@@ -119,3 +119,37 @@ def test_threshold_tuner_displays_its_point_and_curve_without_a_live_kernel():
                                                    ["0.4", "0.600", "0.300"], ["0.6", "0.650", "0.250"]]
     html = bundle["text/html"]
     assert "<td>none (−1)</td><td>0.250</td><td>0.650</td>" in html and "<b>ndcg@10</b><br>0.600" in html
+
+
+def test_a_sweep_of_admission_families_gets_a_family_dropdown_and_its_own_thresholds():
+    """The shape a sweep of admission families has (eval/grid.py's point columns):
+    a family column and NaN where a mode does not read a threshold."""
+    nan = float("nan")
+    base = dict(backend="sqlite", corpus="all", split="dev", limit=8, fts_min_terms=nan, fts_min_coverage=nan,
+                hybrid_fts_min_terms=nan, hybrid_fts_min_coverage=nan, vector_min_cosine=nan, vector_min_centred=nan,
+                cross_script_min_terms=nan, vector_uncovered=nan, gate_min=nan)
+    rows = [dict(base, family="floors", mode="vector", vector_min_cosine=c, **{"ndcg@10": c, "false_admission": 0.1})
+            for c in (-1.0, 0.3, 0.5)]
+    rows += [dict(base, family="centred+cross-script+coverage", mode="vector", vector_min_cosine=-1.0,
+                  vector_min_centred=c, vector_uncovered=u, **{"ndcg@10": c + (u == "refuse") / 10, "false_admission": 0.2})
+             for c in (0.2, 0.31, 0.4) for u in ("refuse", 0.5)]
+    rows += [dict(base, family="centred+cross-script+coverage", mode="fts", fts_min_terms=t, fts_min_coverage=0.3,
+                  cross_script_min_terms=2, **{"ndcg@10": t / 10, "false_admission": 0.3}) for t in (2, 3)]
+    rec = pd.DataFrame([dict(mode="vector", family="centred+cross-script+coverage", fts_min_terms=nan,
+                             fts_min_coverage=nan, vector_min_cosine=-1.0, vector_min_centred=0.31,
+                             vector_uncovered="refuse")])
+    t = ThresholdTuner(Result(pd.DataFrame(rows), rec))
+    t.mode.value = "vector"
+    assert t.family.value == "floors" and t.relevant == ["vector_min_cosine"] and t.axis == "vector_min_cosine"
+    assert t.sliders["vector_min_centred"].disabled and t.sliders["vector_uncovered"].disabled
+    t.family.value = "centred+cross-script+coverage"
+    assert t.relevant == ["vector_min_cosine", "vector_min_centred", "vector_uncovered"] and t.axis == "vector_min_centred"
+    assert (t.point.vector_min_centred, t.point.vector_uncovered) == (0.31, "refuse")  # the recommendation
+    assert [label for label, _ in t.sliders["vector_uncovered"].options] == ["0.5", "refuse"]
+    t.sliders["vector_uncovered"].value = 0.5
+    assert t.point["ndcg@10"] == pytest.approx(0.31) and list(t.curve.vector_min_centred) == [0.2, 0.31, 0.4]
+    assert repr(t).startswith("ThresholdTuner(sqlite/vector/dev/centred+cross-script+coverage, vector_min_cosine=-1, "
+                              "vector_min_centred=0.31, vector_uncovered=0.5, limit=8")
+    t.mode.value = "fts"
+    assert isinstance(t.sliders["cross_script_min_terms"], widgets.IntSlider) and t.sliders["cross_script_min_terms"].value == 2
+    assert t.relevant == ["fts_min_terms", "fts_min_coverage", "cross_script_min_terms"] and t.point is not None
