@@ -234,12 +234,17 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
         rec = self._recommended() or {}
         marks = {"selected": self.point[axis] if self.point is not None else None, "recommended": rec.get(axis)}
         xs = self.curve[axis].astype(float).tolist()
-        if axis == "vector_min_cosine":  # −1 (no admission) left of the range, under a "none" tick
+        apart = [axis == "vector_min_cosine" and x <= -1 for x in xs]  # no admission: a point of its own
+        if any(apart):  # −1 (no admission) left of the range, under a "none" tick
             names = [k for k, v in marks.items() if v is not None]
             placed = cosine_positions(ax, pd.Series(xs + [float(marks[k]) for k in names], dtype=float)).tolist()
             xs, marks = placed[:len(xs)], {**marks, **dict(zip(names, placed[len(xs):], strict=True))}
-        ax.plot(xs, self.curve[self.metric.value], marker="o", label=self.metric.value)
-        ax.plot(xs, self.curve["false_admission"], marker="x", label="false_admission")
+        for column, marker, color in ((self.metric.value, "o", "tab:blue"), ("false_admission", "x", "tab:orange")):
+            ys = self.curve[column].tolist()
+            ax.plot([x for x, a in zip(xs, apart) if not a], [y for y, a in zip(ys, apart) if not a],
+                    marker=marker, color=color, label=column)
+            ax.plot([x for x, a in zip(xs, apart) if a], [y for y, a in zip(ys, apart) if a],
+                    marker=marker, color=color, linestyle="none", markerfacecolor="none")
         styles = {"selected": dict(color="grey", linestyle="--"), "recommended": dict(color="green", linestyle=":")}
         for name, x in marks.items():
             if x is not None and not (isinstance(x, float) and math.isnan(x)):
