@@ -8,7 +8,7 @@ kernel; the service's coroutines therefore run on the private loop of
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, TypeVar
+from typing import Any, Awaitable, ClassVar, TypeVar
 
 import ipywidgets as widgets
 import pandas as pd
@@ -35,7 +35,12 @@ class StaticFallback:
     (GitHub, ``nbconvert`` without the widget state, a terminal) shows the table
     instead of ``Widget(children=(HBox(…``. Subclasses give ``headline()`` (one line,
     also the ``repr``), ``fallback_text()`` and ``fallback_html()``; both must be
-    deterministic for the same state, because nbval compares them."""
+    deterministic for the same state, because nbval compares them.
+
+    ``static_fallback = False`` keeps ipywidgets' own display for a class whose stored
+    notebook outputs predate the fallback (nbval would see new output fields)."""
+
+    static_fallback: ClassVar[bool] = True
 
     def headline(self) -> str:
         raise NotImplementedError
@@ -47,6 +52,8 @@ class StaticFallback:
         raise NotImplementedError
 
     def __repr__(self) -> str:
+        if not self.static_fallback:
+            return super().__repr__()
         try:
             return self.headline()
         except AttributeError:  # asked while __init__ is still building the controls
@@ -54,6 +61,8 @@ class StaticFallback:
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}  # type: ignore[misc]  # the live view, if any
+        if not self.static_fallback:
+            return bundle
         bundle["text/plain"] = self.fallback_text()
         bundle["text/html"] = f"<div class='pcmem-widget'>{self.fallback_html()}</div>"
         return bundle

@@ -130,13 +130,21 @@ def test_make_notebooks_stores_widget_state():
 def test_widget_cells_render_without_a_kernel(path):
     """Every displayed widget's state is stored (nbviewer and nbconvert draw it), and
     its output also holds the widget's table as text/plain and text/html (GitHub, or any
-    renderer without widget support, shows that instead of `Widget(children=(HBox(…`)."""
+    renderer without widget support, shows that instead of `Widget(children=(HBox(…`).
+    A widget class with ``static_fallback = False`` must still have its old display
+    stored: the flag goes on when its notebook is re-executed."""
+    from powercontext.magics import widgets
+
     state = nbformat.read(path, as_version=4).metadata["widgets"][WIDGET_STATE]["state"]
     for out in widget_outputs(path):
         model = out["data"][WIDGET_VIEW]["model_id"]
         assert model in state, f"{path.name}: widget {model} is displayed but its state was not stored"
         assert state[model]["model_name"] == "VBoxModel"
         text, html = out["data"].get("text/plain", ""), out["data"].get("text/html", "")
+        widget = getattr(widgets, text.split("(")[0])
+        if not widget.static_fallback:
+            assert not html, f"{path.name}: {widget.__name__} stores a fallback but the class has it off"
+            continue
         assert "children=(" not in text and "\n" in text, f"{path.name}: a widget shows its raw repr: {text[:80]!r}"
         assert "<table" in html, f"{path.name}: a widget output has no HTML table for static renderers"
 
