@@ -83,7 +83,7 @@ def _set_int_range(slider: widgets.IntSlider, values: list[int], value: int) -> 
 
 class ThresholdTuner(StaticFallback, widgets.VBox):
     """State: ``backend``, ``mode``, ``split``, ``corpus``, ``metric`` (and ``family``
-    for a sweep of admission families) Dropdowns; one slider per threshold column in
+    for a sweep of several admission families) Dropdowns; one slider per threshold column in
     ``sliders`` — ``fts_min_terms`` and the other integer thresholds are IntSliders,
     ``fts_min_coverage``, ``vector_min_cosine``, … and ``limit`` SelectionSliders over
     the swept values, each enabled where the slice reads it; ``point`` (the selected
@@ -107,7 +107,9 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
         self.mode = dropdown("mode", sorted(set(f["mode"])), pick("mode", "fts"))
         self.split = dropdown("split", sorted(set(f.split)), pick("split", "dev"))
         self.corpus = dropdown("corpus", sorted(set(f.corpus)), pick("corpus", "all"))
-        self.family = dropdown("family", sorted(set(f.family)), pick("family", "floors")) if "family" in f else None
+        families = sorted(set(f.family)) if "family" in f else []
+        # a family Dropdown only when there is a choice (a sweep cut to one family reads like the floors' own)
+        self.family = dropdown("family", families, pick("family", "floors")) if len(families) > 1 else None
         metrics = [m for m in SHOWN if m in f.columns and m != "false_admission"]
         self.metric = dropdown("metric", metrics, metric if metric in metrics else metrics[0])
         self.params = [p for p in PARAMS if p in f.columns]

@@ -152,3 +152,10 @@ def test_a_sweep_of_admission_families_gets_a_family_dropdown_and_its_own_thresh
     t.mode.value = "fts"
     assert isinstance(t.sliders["cross_script_min_terms"], widgets.IntSlider) and t.sliders["cross_script_min_terms"].value == 2
     assert t.relevant == ["fts_min_terms", "fts_min_coverage", "cross_script_min_terms"] and t.point is not None
+
+    sweep = pd.DataFrame(rows)
+    floors = ThresholdTuner(sweep[sweep.family == "floors"])  # one family: read like a sweep of the floors alone
+    floors.mode.value = "vector"
+    floors.vector_min_cosine.value = 0.5
+    assert floors.family is None and repr(floors) == (
+        "ThresholdTuner(sqlite/vector/dev, vector_min_cosine=0.5, limit=8: ndcg@10=0.500, false_admission=0.100)")
