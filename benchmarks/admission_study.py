@@ -53,7 +53,7 @@ from powercontext.model import ArtifactRef, ChannelCandidate  # noqa: E402
 
 LIMIT = 8
 BOUND = 0.30
-POOL = AdmissionPolicy().pool_size(LIMIT)
+POOL = AdmissionPolicy.floors().pool_size(LIMIT)
 MEMORY_ORDER = ("repo", "user")  # the harness loads (and so mints ids for) repo first
 
 
@@ -311,31 +311,31 @@ def family_grid(name: str) -> list[tuple[AdmissionPolicy, float | None]]:
     fts = [dict(fts_min_terms=t, fts_min_coverage=c) for t, c in itertools.product(TERMS, COVERAGE)]
     out: list[tuple[AdmissionPolicy, float | None]] = []
     if name == "floors":
-        out = [(AdmissionPolicy(**f, vector_min_cosine=x), None) for f in fts for x in COSINE]
+        out = [(AdmissionPolicy.floors(**f, vector_min_cosine=x), None) for f in fts for x in COSINE]
     elif name == "centred":
-        out = [(AdmissionPolicy(**f, vector_min_cosine=-1.0, vector_min_centred=x), None) for f in fts for x in CENTRED]
+        out = [(AdmissionPolicy.floors(**f, vector_min_cosine=-1.0, vector_min_centred=x), None) for f in fts for x in CENTRED]
     elif name == "centred+xs":
-        out = [(AdmissionPolicy(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=s), None)
+        out = [(AdmissionPolicy.floors(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=s), None)
                for f in fts for x in CENTRED for s in (1, 2, 3)]
     elif name == "centred+xs+refuse":
-        out = [(AdmissionPolicy(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=s,
+        out = [(AdmissionPolicy.floors(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=s,
                                 vector_uncovered="refuse"), None)
                for f in fts for x in CENTRED for s in (1, 2, 3)]
     elif name == "centred+xs+gate":
-        out = [(AdmissionPolicy(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=2,
+        out = [(AdmissionPolicy.floors(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=2,
                                 gate_signal="centred", gate_min=g), None)
                for f in fts for x in CENTRED for g in GATE if g <= x]
     elif name == "centred+xs+refuse+gate":
-        out = [(AdmissionPolicy(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=2,
+        out = [(AdmissionPolicy.floors(**f, vector_min_cosine=-1.0, vector_min_centred=x, cross_script_min_terms=2,
                                 vector_uncovered="refuse", gate_signal="centred", gate_min=g), None)
                for f in fts for x in CENTRED for g in GATE if g <= x]
     elif name == "floors+xs+refuse":
-        out = [(AdmissionPolicy(**f, vector_min_cosine=x, cross_script_min_terms=2, vector_uncovered="refuse"), None)
+        out = [(AdmissionPolicy.floors(**f, vector_min_cosine=x, cross_script_min_terms=2, vector_uncovered="refuse"), None)
                for f in fts for x in COSINE]
     elif name == "maxsim":
-        out = [(AdmissionPolicy(**f, vector_min_cosine=-1.0), m) for f in fts for m in MAXSIM]
+        out = [(AdmissionPolicy.floors(**f, vector_min_cosine=-1.0), m) for f in fts for m in MAXSIM]
     elif name == "maxsim+xs+refuse":
-        out = [(AdmissionPolicy(**f, vector_min_cosine=-1.0, cross_script_min_terms=2, vector_uncovered="refuse"), m)
+        out = [(AdmissionPolicy.floors(**f, vector_min_cosine=-1.0, cross_script_min_terms=2, vector_uncovered="refuse"), m)
                for f in fts for m in MAXSIM]
     else:
         raise ValueError(name)
@@ -363,7 +363,7 @@ def admits_rfc_scenario(p: AdmissionPolicy, version: str) -> bool:
 def fts_mode_grid(version: str) -> list[tuple[AdmissionPolicy, None]]:
     """The floors an fts-only search uses (no vector channel), constrained to admit the
     RFC scenario's answer: in fts mode they are all the evidence a hit has."""
-    out = [(AdmissionPolicy(fts_min_terms=t, fts_min_coverage=c, cross_script_min_terms=x), None)
+    out = [(AdmissionPolicy.floors(fts_min_terms=t, fts_min_coverage=c, cross_script_min_terms=x), None)
            for t, c in itertools.product(TERMS, COVERAGE) for x in (None, 1, 2, 3)]
     return [(p, m) for p, m in out if admits_rfc_scenario(p, version)]
 
@@ -473,10 +473,10 @@ def main() -> None:
         table = Table(queries)
         corpus_of = np.array([q.corpus for q in queries])
         split = np.array([q.split for q in queries])
-        checked = check_against_library(table, [AdmissionPolicy(), AdmissionPolicy.rfc_initial(),
-                                                AdmissionPolicy(2, 0.2, -1.0, vector_min_centred=0.25,
+        checked = check_against_library(table, [AdmissionPolicy.floors(), AdmissionPolicy.rfc_initial(),
+                                                AdmissionPolicy.floors(2, 0.2, -1.0, vector_min_centred=0.25,
                                                                 cross_script_min_terms=2, vector_uncovered="refuse"),
-                                                AdmissionPolicy(3, 0.3, -1.0, vector_min_centred=0.2, gate_min=0.15)], rng)
+                                                AdmissionPolicy.floors(3, 0.3, -1.0, vector_min_centred=0.2, gate_min=0.15)], rng)
         print(f"[{version}] replay equals admission.fuse on {checked} sampled (policy, query) pairs")
         # signal separability: best signal of each query, answerable vs unanswerable
         for sig, arr in (("cosine", table.cos), ("centred", table.cen), ("maxsim", table.ms)):
@@ -536,12 +536,12 @@ def main() -> None:
             m_out = metrics(table, inc, nd[i_out], hit[i_out])
             rows.append(dict(kind="fts-mode-loo", analyzer=version, family="fts floors", corpus=c,
                              policy=label(*grid[i_out]).split(" cos")[0], **m_out))
-        for name, p in (("rfc-initial", AdmissionPolicy.rfc_initial()), ("default-3/0.30/0.50", AdmissionPolicy())):
+        for name, p in (("rfc-initial", AdmissionPolicy.rfc_initial()), ("default-3/0.30/0.50", AdmissionPolicy.floors())):
             nd1, hit1, _, _ = table.evaluate(p, mode="fts")
             rows.append(dict(kind="fts-mode", analyzer=version, family=name, policy=label(p, None).split(" cos")[0],
                              **metrics(table, split == "test", nd1, hit1)))
         # the RFC's and today's defaults as named points
-        for name, p in (("rfc-initial", AdmissionPolicy.rfc_initial()), ("default-3/0.30/0.50", AdmissionPolicy())):
+        for name, p in (("rfc-initial", AdmissionPolicy.rfc_initial()), ("default-3/0.30/0.50", AdmissionPolicy.floors())):
             nd, hit, _, _ = table.evaluate(p)
             rows.append(dict(kind="bundled-test", analyzer=version, family=name, policy=label(p, None),
                              **metrics(table, split == "test", nd, hit)))

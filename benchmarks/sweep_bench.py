@@ -58,10 +58,10 @@ def bench_policies(mode: str):
     from powercontext.memory.admission import AdmissionPolicy
 
     if mode == "fts":
-        return [AdmissionPolicy(t, c) for t in g.fts_min_terms for c in g.fts_min_coverage]
+        return [AdmissionPolicy.floors(t, c) for t in g.fts_min_terms for c in g.fts_min_coverage]
     if mode == "vector":
-        return [AdmissionPolicy(vector_min_cosine=x) for x in g.vector_min_cosine]
-    return [AdmissionPolicy(t, c, x) for t in g.fts_min_terms for c in g.fts_min_coverage for x in g.vector_min_cosine]
+        return [AdmissionPolicy.floors(vector_min_cosine=x) for x in g.vector_min_cosine]
+    return [AdmissionPolicy.floors(t, c, x) for t in g.fts_min_terms for c in g.fts_min_coverage for x in g.vector_min_cosine]
 
 
 def sweep_figures(collected) -> None:

@@ -37,9 +37,10 @@ async def open(target: Any, embedding: Any = None, analyzer: str | None = None, 
     database ``pc``; ``svc.backend.default_database`` is then True and an INFO log line
     says so. Errors never show the URL's password.
 
-    ``analyzer``: the analyzer a NEW database is created with (``"v1"``, or ``"v2"``
-    = v1 + Snowball English stemming; default ``analyzer.ANALYZER_VERSION``). An
-    existing database keeps the one it records; naming another raises
+    ``analyzer``: the analyzer a NEW database is created with (``"v2"``, the default
+    ``analyzer.ANALYZER_VERSION``: v1 + Snowball English stemming; or ``"v1"``). An
+    existing database keeps the one it records (a file created as v1 opens as v1
+    without ``analyzer=``); naming another raises
     AnalyzerMismatchError (migrate with ``svc.rebuild_projections(analyzer=...)``).
     """
     if not isinstance(target, str):

@@ -41,6 +41,15 @@ async def test_full_scenario(svc):
     assert (await svc.search("site generated output", memories=(r3,), mode="fts")).hits == ()
     res = await svc.search("make docs-test documentation", memories=(r3,), limit=8, mode="fts")
     assert res.mode == "fts" and [h.entry_id for h in res] == [sc.e02b.entry_id]
+    # The RFC's own scenario query: under Analyzer v2 (the default of new databases)
+    # "conventions" meets "convention", 3 of its 10 terms match, and the default fts
+    # floors (3 / 0.30) admit the revised validation convention.
+    assert svc.backend.analyzer.version == "v2"
+    rfc = await svc.search("Which build and verification conventions should I know before editing documentation?",
+                           memories=(r3,), mode="fts")
+    assert rfc.mode == "fts" and [(h.entry_id, h.entry_version_id) for h in rfc] == [(sc.e02b.entry_id,
+                                                                                      v2.entry_version_id)]
+    assert v2.version == 2
 
     # a Handoff citation of Revision 2 keeps validating after Revision 3
     citation = await svc.cite(r2.ref, sc.e02b.entry_id, v2.entry_version_id)

@@ -24,19 +24,26 @@ def test_required_terms_follow_min_terms_and_coverage(n, need):
     assert admission.INITIAL_POLICY.required_terms(n) == need
 
 
-@pytest.mark.parametrize("n, need", [(1, 1), (2, 1), (3, 3), (9, 3), (10, 3), (11, 4)])
-def test_calibrated_defaults(n, need):
-    assert AdmissionPolicy().required_terms(n) == need
-    assert AdmissionPolicy().vector_min_cosine == 0.5
+@pytest.mark.parametrize("n, need, hybrid_need", [(1, 1, 1), (2, 1, 1), (3, 3, 3), (9, 3, 4), (10, 3, 4),
+                                                  (11, 4, 4), (12, 4, 5)])
+def test_calibrated_defaults(n, need, hybrid_need):
+    """The default chosen leave-one-corpus-out (reports/admission_study): fts-only floors
+    3 / 0.30, beside the vector channel 4 / 0.34; vector admission on the centred
+    cosine ≥ 0.31 with no raw floor, cross-script ≥ 2 terms, uncovered scripts refused."""
+    p = AdmissionPolicy()
+    assert p.required_terms(n) == need
+    assert p.required_terms(n, hybrid=True) == hybrid_need
+    assert (p.vector_min_cosine, p.vector_min_centred, p.cross_script_min_terms, p.vector_uncovered) == (
+        -1.0, 0.31, 2, "refuse")
 
 
 def test_coverage_boundary_is_inclusive_despite_float_error():
     # 0.3 × 10 = 3.0000000000000004 in binary floating point: still 3 terms.
-    assert AdmissionPolicy(fts_min_coverage=0.3).required_terms(10) == 3
+    assert AdmissionPolicy.floors(fts_min_coverage=0.3).required_terms(10) == 3
 
 
 def test_required_terms_never_exceed_the_query():
-    assert AdmissionPolicy(fts_min_terms=5).required_terms(3) == 3
+    assert AdmissionPolicy.floors(fts_min_terms=5).required_terms(3) == 3
 
 
 def test_fts_admission_boundaries():
@@ -46,7 +53,7 @@ def test_fts_admission_boundaries():
 
 
 def test_vector_admission_boundary_is_inclusive():
-    policy = AdmissionPolicy(vector_min_cosine=0.3)
+    policy = AdmissionPolicy.floors(vector_min_cosine=0.3)
     admitted = admission.admit({"vector": [vec("a", 1, 0.3), vec("b", 2, 0.2999)]}, policy)
     assert [c.entry_id for c in admitted["vector"]] == ["a"]
 
@@ -81,7 +88,7 @@ def test_tie_break_orders_memory_then_entry_then_version_as_utf8_bytes():
 
 
 def test_limit_truncates_after_fusion_and_rejected_never_fill():
-    policy = AdmissionPolicy(vector_min_cosine=0.5)
+    policy = AdmissionPolicy.floors(vector_min_cosine=0.5)
     cands = {"vector": [vec(f"e{i}", i + 1, 0.9 if i < 2 else 0.1) for i in range(10)]}
     assert len(admission.fuse(cands, policy, limit=8)) == 2
     assert len(admission.fuse(cands, policy, limit=1)) == 1
@@ -104,5 +111,5 @@ def test_policy_refuses_nonsense(bad):
 
 
 def test_vector_candidate_without_cosine_is_rejected_not_crashing():
-    (d,) = admission.explain({"vector": [vec("a", 1, None)]}, AdmissionPolicy())
+    (d,) = admission.explain({"vector": [vec("a", 1, None)]}, AdmissionPolicy.floors())
     assert not d.admitted and "no cosine" in d.reason

@@ -35,17 +35,22 @@ def ids(admitted, channel):
 # ------------------------------------------------------------------- defaults
 
 
-def test_new_rules_are_off_by_default_and_rfc_initial_is_named():
+def test_the_default_is_the_transferring_family_and_floors_turns_every_family_off():
     p = AdmissionPolicy()
-    assert (p.vector_min_centred, p.cross_script_min_terms, p.gate_min, p.vector_uncovered) == (None, None, None, "admit")
-    assert p.family == "floors"
+    assert (p.vector_min_centred, p.cross_script_min_terms, p.gate_min, p.vector_uncovered) == (0.31, 2, None, "refuse")
+    assert p.family == "centred+cross-script+coverage+hybrid-floors"
+    f = AdmissionPolicy.floors()
+    assert (f.vector_min_centred, f.cross_script_min_terms, f.gate_min, f.vector_uncovered) == (None, None, None, "admit")
+    assert (f.fts_min_terms, f.fts_min_coverage, f.vector_min_cosine, f.family) == (3, 0.30, 0.50, "floors")
+    assert f.fts_floors(hybrid=True) == f.fts_floors() == (3, 0.30)
+    assert admission.INITIAL_POLICY.family == admission.NO_ADMISSION.family == "floors"
     assert AdmissionPolicy.rfc_initial() == admission.INITIAL_POLICY
     r = AdmissionPolicy.rfc_initial()
     assert (r.fts_min_terms, r.fts_min_coverage, r.vector_min_cosine) == (2, 0.25, 0.30)
 
 
 def test_family_names_the_rules_that_are_on():
-    p = AdmissionPolicy(vector_min_centred=0.2, cross_script_min_terms=2, gate_min=0.1, vector_uncovered="refuse")
+    p = AdmissionPolicy.floors(vector_min_centred=0.2, cross_script_min_terms=2, gate_min=0.1, vector_uncovered="refuse")
     assert p.family == "centred+cross-script+gate+coverage"
 
 
@@ -53,27 +58,30 @@ def test_family_names_the_rules_that_are_on():
 
 
 def test_centred_threshold_is_inclusive_and_conjunctive_with_the_raw_floor():
-    p = AdmissionPolicy(vector_min_cosine=0.3, vector_min_centred=0.25)
+    p = AdmissionPolicy.floors(vector_min_cosine=0.3, vector_min_centred=0.25)
     got = admission.admit({"vector": [vec("a", 1, 0.6, 0.25), vec("b", 2, 0.6, 0.2499), vec("c", 3, 0.29, 0.5)]}, p)
     assert ids(got, "vector") == ["a"]
 
 
 def test_centred_rule_rejects_a_candidate_without_the_signal():
-    (d,) = admission.explain({"vector": [vec("a", 1, 0.9, None)]}, AdmissionPolicy(vector_min_centred=0.1))
+    (d,) = admission.explain({"vector": [vec("a", 1, 0.9, None)]}, AdmissionPolicy.floors(vector_min_centred=0.1))
     assert not d.admitted and "no centred signal" in d.reason
 
 
 def test_centred_reason_names_both_signals():
-    (d,) = admission.explain({"vector": [vec("a", 1, 0.42, 0.31)]}, AdmissionPolicy(vector_min_cosine=-1, vector_min_centred=0.3))
+    (d,) = admission.explain({"vector": [vec("a", 1, 0.42, 0.31)]}, AdmissionPolicy.floors(vector_min_cosine=-1, vector_min_centred=0.3))
     assert d.admitted and d.reason == "centred 0.310 ≥ vector_min_centred=0.3"
-    (d,) = admission.explain({"vector": [vec("a", 1, 0.42, 0.31)]}, AdmissionPolicy(vector_min_cosine=0.5, vector_min_centred=0.3))
+    (d,) = admission.explain({"vector": [vec("a", 1, 0.42, 0.31)]}, AdmissionPolicy.floors(vector_min_cosine=0.5, vector_min_centred=0.3))
     assert not d.admitted and d.reason == "cosine 0.420 < vector_min_cosine=0.5, centred 0.310 ≥ vector_min_centred=0.3"
 
 
 def test_repr_shows_the_rfc_parameters_and_only_the_families_that_are_on():
-    assert repr(AdmissionPolicy()) == ("AdmissionPolicy(fts_min_terms=3, fts_min_coverage=0.3, vector_min_cosine=0.5, "
-                                       "rrf_k=60, short_query_terms=2, min_pool=32, pool_factor=4)")
-    assert repr(AdmissionPolicy(vector_min_centred=0.3, vector_uncovered="refuse")).endswith(
+    assert repr(AdmissionPolicy.floors()) == ("AdmissionPolicy(fts_min_terms=3, fts_min_coverage=0.3, vector_min_cosine=0.5, "
+                                              "rrf_k=60, short_query_terms=2, min_pool=32, pool_factor=4)")
+    assert repr(AdmissionPolicy()).endswith(
+        "pool_factor=4, vector_min_centred=0.31, cross_script_min_terms=2, vector_uncovered='refuse', "
+        "hybrid_fts_min_terms=4, hybrid_fts_min_coverage=0.34)")
+    assert repr(AdmissionPolicy.floors(vector_min_centred=0.3, vector_uncovered="refuse")).endswith(
         "pool_factor=4, vector_min_centred=0.3, vector_uncovered='refuse')")
 
 
@@ -81,7 +89,7 @@ def test_repr_shows_the_rfc_parameters_and_only_the_families_that_are_on():
 
 
 def test_cross_script_rule_admits_on_matched_terms_whatever_the_coverage():
-    p = AdmissionPolicy(fts_min_terms=3, fts_min_coverage=0.3, cross_script_min_terms=2)
+    p = AdmissionPolicy.floors(fts_min_terms=3, fts_min_coverage=0.3, cross_script_min_terms=2)
     cands = [
         fts("zh2", 1, 2, 10, script="cjk"),          # 2/10, other script: admitted
         fts("zh1", 2, 1, 10, script="cjk"),          # 1/10: still too few
@@ -95,7 +103,7 @@ def test_cross_script_rule_admits_on_matched_terms_whatever_the_coverage():
 
 
 def test_cross_script_needs_both_scripts_known_and_letterful():
-    p = AdmissionPolicy(cross_script_min_terms=1)
+    p = AdmissionPolicy.floors(cross_script_min_terms=1)
     cands = [fts("a", 1, 1, 10, script=None), fts("b", 2, 1, 10, script="none", query_script="cjk"),
              fts("c", 3, 1, 10, script="latin", query_script="cjk")]
     assert ids(admission.admit({"fts": cands}, p), "fts") == ["c"]
@@ -105,7 +113,7 @@ def test_cross_script_needs_both_scripts_known_and_letterful():
 
 
 def test_gate_refuses_the_whole_query_when_the_best_signal_is_low():
-    p = AdmissionPolicy(**FLOORS_OFF, gate_signal="centred", gate_min=0.2)
+    p = AdmissionPolicy.floors(**FLOORS_OFF, gate_signal="centred", gate_min=0.2)
     low = {"fts": [fts("a", 1, 5, 5)], "vector": [vec("a", 1, 0.9, 0.19), vec("b", 2, 0.8, 0.1)]}
     assert admission.admit(low, p) == {"fts": (), "vector": ()}
     assert admission.fuse(low, p, limit=8) == ()
@@ -116,10 +124,10 @@ def test_gate_refuses_the_whole_query_when_the_best_signal_is_low():
 
 
 def test_gate_without_its_channel_does_not_apply_and_an_empty_pool_fails_it():
-    p = AdmissionPolicy(**FLOORS_OFF, gate_signal="centred", gate_min=0.2)
+    p = AdmissionPolicy.floors(**FLOORS_OFF, gate_signal="centred", gate_min=0.2)
     assert ids(admission.admit({"fts": [fts("a", 1, 1, 1)]}, p), "fts") == ["a"]
     assert admission.gate_value({"vector": ()}, "centred") == -math.inf
-    cov = AdmissionPolicy(**FLOORS_OFF, gate_signal="coverage", gate_min=0.5)
+    cov = AdmissionPolicy.floors(**FLOORS_OFF, gate_signal="coverage", gate_min=0.5)
     assert admission.admit({"fts": [fts("a", 1, 2, 5), fts("b", 2, 1, 5)]}, cov) == {"fts": ()}
     assert ids(admission.admit({"fts": [fts("a", 1, 3, 5), fts("b", 2, 1, 5)]}, cov), "fts") == ["a", "b"]
 
@@ -130,21 +138,21 @@ def test_gate_without_its_channel_does_not_apply_and_an_empty_pool_fails_it():
 def test_uncovered_vector_candidates_follow_vector_uncovered():
     cands = {"vector": [vec("en", 1, 0.7, 0.3, covered=True), vec("zh", 2, 0.9, 0.5, covered=False, script="cjk",
                                                                    query_script="cjk")]}
-    assert ids(admission.admit(cands, AdmissionPolicy(vector_min_cosine=0.5)), "vector") == ["en", "zh"]
-    refuse = AdmissionPolicy(vector_min_cosine=0.5, vector_uncovered="refuse")
+    assert ids(admission.admit(cands, AdmissionPolicy.floors(vector_min_cosine=0.5)), "vector") == ["en", "zh"]
+    refuse = AdmissionPolicy.floors(vector_min_cosine=0.5, vector_uncovered="refuse")
     assert ids(admission.admit(cands, refuse), "vector") == ["en"]
     (_, d) = admission.explain(cands, refuse)
     assert "does not cover this cjk query / cjk entry" in d.reason
     # a number re-thresholds the signal in use: raw cosine here, centred below
-    assert ids(admission.admit(cands, AdmissionPolicy(vector_min_cosine=0.5, vector_uncovered=0.95)), "vector") == ["en"]
-    assert ids(admission.admit(cands, AdmissionPolicy(vector_min_cosine=0.5, vector_uncovered=0.9)), "vector") == ["en", "zh"]
-    centred = AdmissionPolicy(vector_min_cosine=-1, vector_min_centred=0.2, vector_uncovered=0.6)
+    assert ids(admission.admit(cands, AdmissionPolicy.floors(vector_min_cosine=0.5, vector_uncovered=0.95)), "vector") == ["en"]
+    assert ids(admission.admit(cands, AdmissionPolicy.floors(vector_min_cosine=0.5, vector_uncovered=0.9)), "vector") == ["en", "zh"]
+    centred = AdmissionPolicy.floors(vector_min_cosine=-1, vector_min_centred=0.2, vector_uncovered=0.6)
     assert ids(admission.admit(cands, centred), "vector") == ["en"]
 
 
 def test_unknown_coverage_is_covered():
     cands = {"vector": [vec("a", 1, 0.7, covered=None)]}
-    assert ids(admission.admit(cands, AdmissionPolicy(vector_uncovered="refuse")), "vector") == ["a"]
+    assert ids(admission.admit(cands, AdmissionPolicy.floors(vector_uncovered="refuse")), "vector") == ["a"]
 
 
 def test_embedding_profile_declares_its_scripts_outside_equality_and_canonical_form():
@@ -171,13 +179,13 @@ def test_policy_refuses_nonsense_with_a_typed_error(bad):
 
 
 def test_policy_round_trips_through_a_json_file(tmp_path):
-    p = AdmissionPolicy(fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=-1.0, vector_min_centred=0.28,
+    p = AdmissionPolicy.floors(fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=-1.0, vector_min_centred=0.28,
                         cross_script_min_terms=2, gate_signal="cosine", gate_min=0.3, vector_uncovered="refuse")
     path = p.save(tmp_path / "policy.json")
     data = json.loads(path.read_text())
     assert data["format"] == "powercontext.admission-policy.v1" and data["vector_min_centred"] == 0.28
     assert pc.AdmissionPolicy.load(path) == p
-    assert AdmissionPolicy.load(AdmissionPolicy(vector_uncovered=0.7).save(tmp_path / "t.json")).vector_uncovered == 0.7
+    assert AdmissionPolicy.load(AdmissionPolicy.floors(vector_uncovered=0.7).save(tmp_path / "t.json")).vector_uncovered == 0.7
 
 
 @pytest.mark.parametrize("content, message", [
@@ -208,7 +216,7 @@ signals = st.floats(-1, 1, allow_nan=False)
        st.integers(1, 4), st.floats(0, 1), signals)
 def test_floors_family_decides_exactly_as_the_rfc_floors(rows, terms, coverage, cosine):
     """With every new rule off, admission is the RFC rule, whatever new signals say."""
-    p = AdmissionPolicy(terms, coverage, cosine)
+    p = AdmissionPolicy.floors(terms, coverage, cosine)
     f = [fts(f"f{i}", i + 1, min(m, 6), 6, script="cjk") for i, (m, _, _) in enumerate(rows)]
     v = [vec(f"v{i}", i + 1, c, centred=z, covered=False) for i, (_, c, z) in enumerate(rows)]
     got = admission.admit({"fts": f, "vector": v}, p)
@@ -220,7 +228,7 @@ def test_floors_family_decides_exactly_as_the_rfc_floors(rows, terms, coverage, 
 
 
 def test_hybrid_fts_floors_apply_only_beside_the_vector_channel():
-    p = AdmissionPolicy(fts_min_terms=3, fts_min_coverage=0.3, hybrid_fts_min_terms=4, hybrid_fts_min_coverage=0.34)
+    p = AdmissionPolicy.floors(fts_min_terms=3, fts_min_coverage=0.3, hybrid_fts_min_terms=4, hybrid_fts_min_coverage=0.34)
     assert (p.required_terms(10), p.required_terms(10, hybrid=True)) == (3, 4)
     three = fts("a", 1, 3, 10)
     assert ids(admission.admit({"fts": [three]}, p), "fts") == ["a"]
@@ -228,5 +236,5 @@ def test_hybrid_fts_floors_apply_only_beside_the_vector_channel():
     (d,) = admission.explain({"fts": [three], "vector": []}, p)
     assert d.reason == "matched 3/10 terms, needs 4 (hybrid_fts_min_terms=4, hybrid_fts_min_coverage=0.34)"
     assert p.family == "floors+hybrid-floors"
-    unset = AdmissionPolicy(fts_min_terms=3, fts_min_coverage=0.3)
+    unset = AdmissionPolicy.floors(fts_min_terms=3, fts_min_coverage=0.3)
     assert unset.required_terms(10, hybrid=True) == unset.required_terms(10) == 3

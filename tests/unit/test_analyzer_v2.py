@@ -13,8 +13,8 @@ RFC_ENTRY = ("Validation convention: run make test for routine code changes; pre
              "documentation-only changes; run make check before review.")
 
 
-def test_v1_is_the_module_functions_and_the_default():
-    assert analyzer.ANALYZER_VERSION == "v1" and analyzer.get() == V1
+def test_v1_is_the_module_functions_and_v2_the_default_of_new_databases():
+    assert analyzer.ANALYZER_VERSION == "v2" and analyzer.get() == V2 and analyzer.get("v1") == V1
     # byte-identical to what v1 databases store (hand-written expectation)
     assert V1.searchable_text("Conventions: run `make docs-test` 中文!") == "conventions run make docs test u_4e2d u_6587 b_4e2d_6587"
 
