@@ -50,7 +50,9 @@ from .progress import bar
 from .recommend import Objective, choose, choose_joint, sensitivity
 from .retrieval import channels_of
 from .splits import DEFAULT_SEED
+from .grid import policy_from_fields
 from .sweep import INITIAL, MODES, Grid, Replay, point_values, policy_label
+from .transfer import leave_one_out
 from .tables import abstention_frame, breakdown_frame, per_query_table, stats_frame, summary_frame
 
 __all__ = [
@@ -124,6 +126,7 @@ class SweepResult:
     crossval_summary: pd.DataFrame = field(default_factory=pd.DataFrame)  # held-out mean ± sd per mode × backend
     splits: pd.DataFrame = field(default_factory=pd.DataFrame)  # corpus, query_id, split, split_origin, fold
     seed: int = DEFAULT_SEED
+    transfer: pd.DataFrame = field(default_factory=pd.DataFrame)  # leave-one-corpus-out per family (transfer.leave_one_out)
 
     @property
     def method(self) -> str:
@@ -133,8 +136,8 @@ class SweepResult:
         return "chosen on the dev split, reported on the test split"
 
     def recommended(self, mode: str) -> AdmissionPolicy:
-        row = self.recommendations.set_index("mode").loc[mode]
-        return AdmissionPolicy(int(row["fts_min_terms"]), float(row["fts_min_coverage"]), float(row["vector_min_cosine"]))
+        """The policy recommended for ``mode`` (or ``"joint"``: one for every mode)."""
+        return policy_from_fields(self.recommendations.set_index("mode").loc[mode])
 
     def summary_table(self, split: str | None = None) -> pd.DataFrame:
         """The printed summary: one row per backend × mode × policy on ``split``
@@ -303,8 +306,7 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     from dataclasses import replace
 
     if objective.limit not in grid.limits:
-        grid = Grid(grid.fts_min_terms, grid.fts_min_coverage, grid.vector_min_cosine,
-                    tuple(sorted(set(grid.limits) | {objective.limit})))
+        grid = replace(grid, limits=tuple(sorted(set(grid.limits) | {objective.limit})))
     if grid.max_limit > collected.max_limit:
         raise EvalError(f"the grid reaches limit {grid.max_limit} but candidates were retrieved for limit "
                         f"{collected.max_limit}; collect again with max_limit ≥ {grid.max_limit}")
@@ -323,6 +325,7 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
                                   if k else (pd.DataFrame(), pd.DataFrame(), None))
     recommendations = _with_heldout(pd.DataFrame([r.as_dict() for r in recs.values()]), cv_summary, objective, k)
     per_query = per_query_table(replays, queries, recs, objective.limit)
+    transfer = leave_one_out(table, replays, queries, objective, seed=seed)
     qrels = collected.qrels
     cross, notes = cross_backend(collected, per_query)
     spot = spot_check(collected, replays)
@@ -341,7 +344,7 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
         stats=stats_frame(per_query, qrels), abstention=abstention_frame(replays, queries, collected.candidates),
         cross=cross, notes=notes, timings=timings, replays=replays,
         sensitivity=sensitivity(table, collected.modes, chooser), folds=k, crossval=cv_folds,
-        crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed,
+        crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed, transfer=transfer,
     )
 
 

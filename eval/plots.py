@@ -86,13 +86,20 @@ def cosine_positions(ax, values: pd.Series) -> pd.Series:
 
 def plot_thresholds(result: Any, mode: str) -> Png:
     """The objective metric, false admission, empty answers and SetF against the mode's
-    main threshold; one line per backend (and per fts_min_terms for fts)."""
+    main threshold of the RFC's floors family; one line per backend (and per
+    fts_min_terms for fts), the floors' own best point dotted."""
+    from .recommend import choose
+
     o = result.objective
     d = _dev(result, mode)
+    if "family" in d.columns:
+        d = d[d["family"] == "floors"]
     metrics = (o.metric, o.constraint, "empty_answer", "set_f1")
     fig = _figure(figsize=(2.7 * len(metrics), 2.8), layout="constrained")  # + the legend: within the page
     axes = fig.subplots(1, len(metrics))
-    rec = result.recommendations.set_index("mode").loc[mode]
+    best = choose(result.sweep, mode, o, families=["floors"]).policy
+    rec = {"fts_min_terms": best.fts_min_terms, "fts_min_coverage": best.fts_min_coverage,
+           "vector_min_cosine": best.vector_min_cosine}
     for ax, metric in zip(axes, metrics):
         for backend, g in d.groupby("backend"):
             if mode == "fts":
@@ -115,7 +122,7 @@ def plot_thresholds(result: Any, mode: str) -> Png:
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize=7)
-    fig.suptitle(f"{mode}: {o.split} split, limit {o.limit} (dotted: recommended)", fontsize=11)
+    fig.suptitle(f"{mode}, the RFC's floors: {o.split} split, limit {o.limit} (dotted: the floors' best)", fontsize=11)
     return png(fig)
 
 
@@ -180,13 +187,11 @@ def plot_frontier(result: Any, modes: list[str]) -> Png:
 
 def plot_limits(result: Any, mode: str) -> Png:
     """The recommended policy's objective metric and recall@10 against the limit."""
+    from .recommend import point_rows
+
     o = result.objective
-    s = result.sweep
-    rec = result.recommendations.set_index("mode").loc[mode]
-    d = s[(s["mode"] == mode) & (s["corpus"] == "all") & (s["split"] == o.split)]
-    for col, ch in (("fts_min_terms", "fts"), ("fts_min_coverage", "fts"), ("vector_min_cosine", "vector")):
-        if ch in MODE_CHANNELS[mode]:
-            d = d[np.isclose(d[col].astype(float), float(rec[col]))]
+    policy = result.recommended(mode)
+    d = pd.concat([point_rows(result.sweep, policy, mode, limit, o.split) for limit in result.grid.limits])
     fig = _figure(figsize=(5.4, 2.4), layout="constrained")  # two side by side fit the page
     axes = fig.subplots(1, 2)
     for ax, metric in zip(axes, (o.metric, "recall@10")):

@@ -13,6 +13,12 @@ there, so it does not exclude anything.
 ``choose_joint`` picks the single ``AdmissionPolicy`` the library should default to:
 the same objective averaged over the modes (fts, vector, hybrid), each mode reading
 only the thresholds it uses, with the constraint holding in every mode.
+
+Every admission family of the sweep competes (a point is its family and the
+parameters of ``grid.PARAMS`` the mode reads; NaN elsewhere). The joint choice is made
+within each family — the modes share the family's rules — and the best family wins.
+Which family to ship is a question of transfer, not of this in-sample choice:
+``transfer`` answers it leave-one-corpus-out.
 """
 
 from __future__ import annotations
@@ -26,18 +32,16 @@ import pandas as pd
 
 from powercontext.memory.admission import AdmissionPolicy
 
-from .sweep import MODE_CHANNELS, policy_label
+from .grid import PARAMS, family_of, point_values, policy_fields, policy_from, policy_label
 
 __all__ = ["Objective", "Recommendation", "choose", "choose_joint", "point_rows", "policy_from", "sensitivity"]
-
-PARAMS = ["fts_min_terms", "fts_min_coverage", "vector_min_cosine"]
 
 
 @dataclass(frozen=True)
 class Objective:
     metric: str = "ndcg@10"
     constraint: str = "false_admission"
-    bound: float = 0.20
+    bound: float = 0.30
     split: str = "dev"
     limit: int = 8
     tolerance: float = 0.005
@@ -62,31 +66,14 @@ class Recommendation:
     detail: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        p = self.policy
-        return dict(mode=self.mode, label=self.label, fts_min_terms=p.fts_min_terms, fts_min_coverage=p.fts_min_coverage,
-                    vector_min_cosine=p.vector_min_cosine, feasible=self.feasible, objective=self.objective,
-                    constraint=self.constraint, secondary=self.secondary, feasible_policies=self.candidates,
-                    **self.detail)
-
-
-def policy_from(values: Any, mode: str = "hybrid") -> AdmissionPolicy:
-    """The AdmissionPolicy of a sweep row; thresholds ``mode`` ignores keep the defaults."""
-    base = AdmissionPolicy()
-    get = values.get if hasattr(values, "get") else lambda k, d=None: getattr(values, k, d)
-    uses = MODE_CHANNELS[mode] if mode in MODE_CHANNELS else ("fts", "vector")
-
-    def pick(name: str, default: Any, cast) -> Any:
-        v = get(name, None)
-        return default if v is None or (isinstance(v, float) and math.isnan(v)) else cast(v)
-
-    return AdmissionPolicy(
-        fts_min_terms=pick("fts_min_terms", base.fts_min_terms, int) if "fts" in uses else base.fts_min_terms,
-        fts_min_coverage=pick("fts_min_coverage", base.fts_min_coverage, float) if "fts" in uses else base.fts_min_coverage,
-        vector_min_cosine=pick("vector_min_cosine", base.vector_min_cosine, float) if "vector" in uses else base.vector_min_cosine,
-    )
+        return dict(mode=self.mode, label=self.label, **policy_fields(self.policy), feasible=self.feasible,
+                    objective=self.objective, constraint=self.constraint, secondary=self.secondary,
+                    feasible_policies=self.candidates, **self.detail)
 
 
 def _slice(sweep: pd.DataFrame, objective: Objective, mode: str) -> pd.DataFrame:
+    if "family" not in sweep.columns:  # a sweep of the RFC's floors only (before families)
+        sweep = sweep.assign(family="floors")
     rows = sweep[(sweep["mode"] == mode) & (sweep["corpus"] == "all") & (sweep["split"] == objective.split)
                  & (sweep["limit"] == objective.limit)]
     if rows.empty:
@@ -96,14 +83,28 @@ def _slice(sweep: pd.DataFrame, objective: Objective, mode: str) -> pd.DataFrame
 
 def point_rows(sweep: pd.DataFrame, policy: AdmissionPolicy, mode: str, limit: int, split: str,
                corpus: str = "all") -> pd.DataFrame:
-    """The sweep rows (one per backend) of ``policy`` at ``limit`` in ``mode``: the
-    thresholds the mode uses must match, the others are NaN in the sweep."""
+    """The sweep rows (one per backend) of ``policy`` at ``limit`` in ``mode``: its
+    family and every parameter the mode reads must match, the others are NaN."""
     rows = sweep[(sweep["mode"] == mode) & (sweep["corpus"] == corpus) & (sweep["split"] == split)
                  & (sweep["limit"] == limit)]
-    for name, channel in zip(PARAMS, ("fts", "fts", "vector")):
-        if channel in MODE_CHANNELS[mode]:
-            rows = rows[np.isclose(rows[name].astype(float), float(getattr(policy, name)))]
+    if "family" in rows.columns:
+        rows = rows[rows["family"] == family_of(policy)]
+    for name, value in point_values(policy, mode, limit).items():
+        if name in ("family", "limit") or name not in rows.columns:
+            continue
+        column = rows[name]
+        if isinstance(value, str):
+            rows = rows[column == value]
+        elif value != value:  # NaN: the mode does not read it
+            rows = rows[column.isna()]
+        else:
+            rows = rows[np.isclose(pd.to_numeric(column, errors="coerce").astype(float), float(value))]
     return rows
+
+
+def _keys(rows: pd.DataFrame) -> list[str]:
+    """The point columns that vary or are set in ``rows`` (family first)."""
+    return ["family", *[p for p in PARAMS if p in rows.columns and rows[p].notna().any()]]
 
 
 def _per_policy(rows: pd.DataFrame, objective: Objective, keys: Sequence[str]) -> pd.DataFrame:
@@ -126,31 +127,46 @@ def _pick(table: pd.DataFrame, objective: Objective) -> tuple[pd.Series, bool, i
     return best, True, len(feasible)
 
 
-def choose(sweep: pd.DataFrame, mode: str, objective: Objective = Objective()) -> Recommendation:
-    """The recommended policy of one mode (see the module docstring)."""
-    keys = [p for p, ch in zip(PARAMS, ("fts", "fts", "vector")) if ch in MODE_CHANNELS[mode]]
-    table = _per_policy(_slice(sweep, objective, mode), objective, keys)
+def choose(sweep: pd.DataFrame, mode: str, objective: Objective = Objective(),
+           families: Sequence[str] | None = None) -> Recommendation:
+    """The recommended policy of one mode (see the module docstring), among
+    ``families`` (default: every family of the sweep)."""
+    rows = _slice(sweep, objective, mode)
+    if families is not None:
+        rows = rows[rows["family"].isin(families)]
+    table = _per_policy(rows, objective, [c for c in ["family", *PARAMS] if c in rows.columns])
     best, feasible, n = _pick(table, objective)
     policy = policy_from(best, mode)
     return Recommendation(mode, policy, policy_label(policy, mode), feasible, float(best["objective"]),
                           float(best["constraint"]), float(best["secondary"]), n)
 
 
-def choose_joint(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective = Objective()) -> Recommendation:
-    """One policy for every mode: mean objective over modes, constraint in each."""
-    modes = [m for m in ("fts", "vector", "hybrid") if m in modes]
-    tables = {}
-    for mode in modes:
-        keys = [p for p, ch in zip(PARAMS, ("fts", "fts", "vector")) if ch in MODE_CHANNELS[mode]]
-        tables[mode] = _per_policy(_slice(sweep, objective, mode), objective, keys).rename(
-            columns={"objective": f"objective_{mode}", "constraint": f"constraint_{mode}", "secondary": f"secondary_{mode}"})
+def _joint_table(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective, family: str) -> pd.DataFrame:
+    """One family's policies for every mode: each mode's table keyed by what it reads,
+    merged on the parameters the modes share."""
     joint = None
-    for table in tables.values():
+    for mode in modes:
+        rows = _slice(sweep, objective, mode)
+        rows = rows[rows["family"] == family]
+        table = _per_policy(rows, objective, _keys(rows)).rename(
+            columns={"objective": f"objective_{mode}", "constraint": f"constraint_{mode}", "secondary": f"secondary_{mode}"})
         if joint is None:
             joint = table
         else:
-            on = [c for c in PARAMS if c in joint.columns and c in table.columns]
-            joint = joint.merge(table, on=on, how="inner") if on else joint.merge(table, how="cross")
+            on = [c for c in ["family", *PARAMS] if c in joint.columns and c in table.columns]
+            joint = joint.merge(table, on=on, how="inner")
+    return joint
+
+
+def choose_joint(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective = Objective(),
+                 families: Sequence[str] | None = None) -> Recommendation:
+    """One policy for every mode: mean objective over modes, constraint in each; the
+    best of ``families`` (default: every family of the sweep)."""
+    modes = [m for m in ("fts", "vector", "hybrid") if m in modes]
+    if "family" not in sweep.columns:
+        sweep = sweep.assign(family="floors")
+    names = families if families is not None else sorted(sweep["family"].unique(), key=str)
+    joint = pd.concat([_joint_table(sweep, modes, objective, f) for f in names], ignore_index=True)
     joint["objective"] = joint[[f"objective_{m}" for m in modes]].mean(axis=1)
     joint["constraint"] = joint[[f"constraint_{m}" for m in modes]].max(axis=1)
     joint["secondary"] = joint[[f"secondary_{m}" for m in modes]].mean(axis=1)
@@ -181,7 +197,5 @@ def sensitivity(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective 
 
 
 def _brief(r: Recommendation) -> dict:
-    p = r.policy
-    return dict(label=r.label, fts_min_terms=p.fts_min_terms, fts_min_coverage=p.fts_min_coverage,
-                vector_min_cosine=p.vector_min_cosine, feasible=r.feasible, objective=r.objective,
+    return dict(label=r.label, **policy_fields(r.policy), feasible=r.feasible, objective=r.objective,
                 constraint=r.constraint, secondary=r.secondary)

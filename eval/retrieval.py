@@ -37,6 +37,8 @@ CANDIDATE_COLUMNS = [
     "backend", "corpus", "mode", "query_id", "channel", "rank", "memory", "memory_artifact_id",
     "memory_revision", "entry_id", "entry_version_id", "entry_content_hash", "kind", "text",
     "corpus_entry", "matched_terms", "matched", "query_term_count", "coverage", "cosine",
+    # the admission families' signals (None = not measured): centred cosine, scripts, profile coverage
+    "centred", "script", "query_script", "covered",
 ]
 QUERY_COLUMNS = ["backend", "corpus", "mode", "query_id", "mode_used", "fallback_reason", "terms",
                  "query_term_count", "pool", "n_fts", "n_vector", "seconds"]
@@ -89,13 +91,14 @@ def _row(backend: str, corpus: str, mode: str, query_id: str, c: ChannelCandidat
         entry_id=c.entry_id, entry_version_id=c.entry_version_id, entry_content_hash=c.entry_content_hash,
         kind=c.kind, text=c.text, corpus_entry=loaded.corpus_id(c.memory_ref.artifact_id, c.entry_id),
         matched_terms=tuple(c.matched_terms), matched=len(c.matched_terms), query_term_count=c.query_term_count,
-        coverage=c.coverage, cosine=c.cosine,
+        coverage=c.coverage, cosine=c.cosine, centred=c.centred, script=c.script, query_script=c.query_script,
+        covered=c.covered,
     )
 
 
 def candidate(row: Mapping[str, Any]) -> ChannelCandidate:
     """The exact ChannelCandidate a cached row was made from."""
-    cosine = row["cosine"]
+    cosine, centred = row["cosine"], row.get("centred")
     return ChannelCandidate(
         channel=row["channel"],
         rank=int(row["rank"]),
@@ -108,7 +111,15 @@ def candidate(row: Mapping[str, Any]) -> ChannelCandidate:
         matched_terms=tuple(row["matched_terms"]),
         query_term_count=int(row["query_term_count"]),
         cosine=None if cosine is None or pd.isna(cosine) else float(cosine),
+        centred=None if centred is None or pd.isna(centred) else float(centred),
+        script=_text_or_none(row.get("script")),
+        query_script=_text_or_none(row.get("query_script")),
+        covered=None if row.get("covered") is None or pd.isna(row.get("covered")) else bool(row.get("covered")),
     )
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def channels_of(rows: pd.DataFrame | Iterable[Mapping[str, Any]], mode: str) -> dict[str, tuple[ChannelCandidate, ...]]:
@@ -126,7 +137,7 @@ def channels_of(rows: pd.DataFrame | Iterable[Mapping[str, Any]], mode: str) -> 
 # — and turned back into plain columns on reading (categorical group keys would make
 # every groupby a cartesian product).
 _CATEGORICAL = ["backend", "corpus", "mode", "channel", "memory", "memory_artifact_id", "entry_id",
-                "entry_version_id", "entry_content_hash", "kind", "text", "corpus_entry"]
+                "entry_version_id", "entry_content_hash", "kind", "text", "corpus_entry", "script", "query_script"]
 
 
 def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, meta: dict) -> None:

@@ -8,11 +8,17 @@ construction and by test (``tests/eval/test_sweep_equivalence.py`` checks it aga
 ``admission.fuse`` over many random policies, and against an online
 ``MemoryService.search`` on both databases):
 
-* FTS admission uses the policy's own ``required_terms(N)`` (the library function) for
-  every distinct query term count N, then compares matched-term counts; a query with
-  no terms admits nothing (``decide`` needs N > 0).
-* Vector admission is ``cosine >= vector_min_cosine``; a missing cosine is never
-  admitted (NaN compares false).
+* FTS admission uses the policy's own ``required_terms(N, hybrid)`` (the library
+  function) for every distinct query term count N, then compares matched-term counts;
+  a candidate in another script than the query also passes on
+  ``cross_script_min_terms``; a query with no terms admits nothing (``decide`` needs
+  N > 0).
+* Vector admission is ``cosine >= vector_min_cosine`` or, with ``vector_min_centred``,
+  ``centred >= vector_min_centred`` (and the raw floor when it is above −1); outside
+  the profile's scripts ``vector_uncovered`` refuses or re-thresholds; a missing
+  signal is never admitted (NaN compares false).
+* The whole-query gate reads the best signal of the pool a limit retrieves, so it is
+  decided per pool.
 * A limit L sees only the first ``policy.pool_size(L)`` candidates of each channel
   (what an online search with limit L retrieves); the cache holds a longer prefix.
 * RRF: rank = 1-based position among a channel's admitted candidates (repeated rows
@@ -21,98 +27,33 @@ construction and by test (``tests/eval/test_sweep_equivalence.py`` checks it aga
   the same order, so scores are bit-identical — and hits are sorted by (−score, memory_artifact_id, entry_id,
   entry_version_id as UTF-8), truncated to L.
 
-Two observations make it cheap. (1) Admitted sets are threshold sets of one signal, so
-they are nested: per query a policy's admitted set is identified by how many
-candidates pass, and the many policies that admit the same sets share one ranking
-row. (2) All limits with the same pool share one ranking; a smaller limit is a prefix.
+Two observations make it cheap. (1) Policies differ in few channel rules: each distinct
+FTS rule and each distinct vector rule is decided once for every candidate, and the
+many (policy, query) pairs whose admitted sets are equal share one ranking row. (2)
+All limits with the same pool share one ranking; a smaller limit is a prefix.
 """
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from powercontext.memory.admission import INITIAL_POLICY, NO_ADMISSION, AdmissionPolicy
+from powercontext.memory.admission import INITIAL_POLICY, AdmissionPolicy
 from powercontext.model import ArtifactRef, MemoryHit
 
 from . import metrics as M
+from .grid import (  # noqa: F401 - re-exported: the grid is part of the sweep's API
+    MODE_CHANNELS, MODES, NAMED_POLICIES, POINT_COLUMNS, Grid, point_values, policy_label,
+)
 
-__all__ = ["INITIAL", "NAMED_POLICIES", "Grid", "Replay", "policy_label"]
+__all__ = ["INITIAL", "NAMED_POLICIES", "Grid", "Replay", "point_values", "policy_label"]
 
 #: The RFC's initial constants, kept here verbatim: the library default may move once
 #: the harness has measured it, and the report always compares against these.
 INITIAL = INITIAL_POLICY
-NAMED_POLICIES = {"initial": INITIAL, "no-admission": NO_ADMISSION}
-MODES = ("fts", "vector", "hybrid")
-MODE_CHANNELS = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}
-POINT_COLUMNS = ["fts_min_terms", "fts_min_coverage", "vector_min_cosine", "limit"]
-
-
-def policy_label(policy: AdmissionPolicy, mode: str) -> str:
-    """The parameters that matter in ``mode``, e.g. ``terms≥2 cov≥0.25 cos≥0.3``."""
-    parts = []
-    if "fts" in MODE_CHANNELS[mode]:
-        parts.append(f"terms≥{policy.fts_min_terms} cov≥{policy.fts_min_coverage:g}")
-    if "vector" in MODE_CHANNELS[mode]:
-        parts.append(f"cos≥{policy.vector_min_cosine:g}")
-    return " ".join(parts)
-
-
-@dataclass(frozen=True)
-class Grid:
-    """The policy grid of a sweep. Each mode varies only the thresholds it uses: fts
-    sweeps (terms × coverage), vector sweeps cosine, hybrid sweeps all three; every
-    mode sweeps ``limits``. The initial constants and NO_ADMISSION are always on it."""
-
-    fts_min_terms: tuple[int, ...] = (1, 2, 3, 4)
-    fts_min_coverage: tuple[float, ...] = (0.0, 0.1, 0.2, 0.25, 0.3, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75, 1.0)
-    vector_min_cosine: tuple[float, ...] = (-1.0, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,
-                                            0.55, 0.6, 0.65, 0.7)
-    limits: tuple[int, ...] = (1, 3, 5, 8, 10)
-
-    def _axes(self) -> tuple[list[int], list[float], list[float]]:
-        named = NAMED_POLICIES.values()
-        terms = sorted(set(self.fts_min_terms) | {p.fts_min_terms for p in named})
-        cov = sorted(set(self.fts_min_coverage) | {p.fts_min_coverage for p in named})
-        cos = sorted(set(self.vector_min_cosine) | {p.vector_min_cosine for p in named})
-        return terms, cov, cos
-
-    def policies(self, mode: str) -> list[AdmissionPolicy]:
-        """The distinct policies of ``mode`` (parameters a mode ignores keep the
-        library default; they never influence that mode's result)."""
-        terms, cov, cos = self._axes()
-        base = AdmissionPolicy()
-        if mode == "fts":
-            return [AdmissionPolicy(t, c, base.vector_min_cosine) for t, c in itertools.product(terms, cov)]
-        if mode == "vector":
-            return [AdmissionPolicy(base.fts_min_terms, base.fts_min_coverage, x) for x in cos]
-        if mode == "hybrid":
-            return [AdmissionPolicy(t, c, x) for t, c, x in itertools.product(terms, cov, cos)]
-        raise ValueError(f"unknown mode {mode!r}")
-
-    def size(self, mode: str) -> int:
-        """Number of (policy, limit) points of ``mode``."""
-        return len(self.policies(mode)) * len(self.limits)
-
-    @property
-    def max_limit(self) -> int:
-        return max(self.limits)
-
-
-def point_values(policy: AdmissionPolicy, mode: str, limit: int) -> dict[str, Any]:
-    """A point's parameters, with NaN for the thresholds ``mode`` does not use."""
-    uses = MODE_CHANNELS[mode]
-    return {
-        "fts_min_terms": policy.fts_min_terms if "fts" in uses else math.nan,
-        "fts_min_coverage": policy.fts_min_coverage if "fts" in uses else math.nan,
-        "vector_min_cosine": policy.vector_min_cosine if "vector" in uses else math.nan,
-        "limit": limit,
-    }
 
 
 @dataclass
@@ -138,6 +79,9 @@ class Replay:
     F: np.ndarray  # [Q, Cf] matched distinct terms per fts candidate, -1 = padding
     V: np.ndarray  # [Q, Cv] cosine per vector candidate, NaN = padding / missing
     n_terms: np.ndarray  # [Q]
+    Z: np.ndarray  # [Q, Cv] centred cosine per vector candidate, NaN = padding / missing
+    U: np.ndarray  # [Q, Cv] the profile does not cover the query's or the candidate's script (covered is False)
+    X: np.ndarray  # [Q, Cf] the fts candidate is in another script than the query
     kf: np.ndarray  # [D, Q, S] fts position of the d-th row of each key slot (slots in tie-break order), -1 = none
     kv: np.ndarray  # [D, Q, S] the same for the vector channel (D > 1 only if a backend repeats a row)
     gain: np.ndarray  # [Q, S] qrels grade of the slot's entry, 0 = unjudged / padding
@@ -168,6 +112,13 @@ class Replay:
         F[fts["qi"].to_numpy(), fts["pos"].to_numpy()] = fts["matched"].to_numpy(dtype=np.int64)
         V = np.full((Q, cv), np.nan, dtype=np.float64)
         V[vec["qi"].to_numpy(), vec["pos"].to_numpy()] = pd.to_numeric(vec["cosine"], errors="coerce").to_numpy(dtype=np.float64)
+        Z = np.full((Q, cv), np.nan, dtype=np.float64)
+        U = np.zeros((Q, cv), dtype=bool)
+        X = np.zeros((Q, cf), dtype=bool)
+        if "centred" in c.columns:
+            Z[vec["qi"].to_numpy(), vec["pos"].to_numpy()] = pd.to_numeric(vec["centred"], errors="coerce").to_numpy(dtype=np.float64)
+            U[vec["qi"].to_numpy(), vec["pos"].to_numpy()] = vec["covered"].map(_covered_false).to_numpy(bool)
+            X[fts["qi"].to_numpy(), fts["pos"].to_numpy()] = _cross_script(fts["script"], fts["query_script"])
         # Key slots per query in tie-break order: UTF-8 byte order equals code point
         # order, which is how Python (and pandas) compare str, so sorting the id strings
         # sorts by admission.tie_break_key.
@@ -189,7 +140,7 @@ class Replay:
         gain[slots["qi"].to_numpy(), slots["slot"].to_numpy()] = [grade.get(k, 0) for k in zip(slot_q, slots["corpus_entry"])]
         n_rel = np.array([sum(1 for g in qrels.get(q, {}).values() if g >= 1) for q in query_ids], dtype=np.int64)
         ideal = np.array([M.idcg(list(qrels.get(q, {}).values())) for q in query_ids], dtype=np.float64)
-        return cls(mode, query_ids, F, V, n_terms, kf, kv, gain, n_rel, ideal, slots)
+        return cls(mode, query_ids, F, V, n_terms, Z, U, X, kf, kv, gain, n_rel, ideal, slots)
 
     def _slot(self, qi: int, s: int) -> _Slot:
         if self._slot_rows is None:
@@ -201,57 +152,133 @@ class Replay:
 
     # ------------------------------------------------------------------ rows
 
-    def _rows(self, policies: Sequence[AdmissionPolicy]):
+    def _fts_masks(self, policies: Sequence[AdmissionPolicy], cache: dict) -> np.ndarray:
+        """Per policy, the index (into ``cache["fts"]``) of its FTS admission mask
+        [Q, Cf]: one mask per distinct FTS rule."""
+        hybrid = self.mode == "hybrid"
+        nmax = int(self.n_terms.max(initial=0))
+        distinct_n = np.unique(self.n_terms)
+        masks, index = cache.setdefault("fts", ([], {}))
+        out = np.empty(len(policies), dtype=np.int64)
+        for p, policy in enumerate(policies):
+            key = (policy.fts_floors(hybrid), policy.short_query_terms, policy.cross_script_min_terms)
+            if key not in index:
+                # required terms via the library's own rule, once per distinct N
+                by_n = {int(n): (policy.required_terms(int(n), hybrid) if n > 0 else nmax + 1) for n in distinct_n}
+                need = np.array([by_n[int(n)] for n in self.n_terms], dtype=np.int64)
+                mask = self.F >= need[:, None]  # padding (-1) never passes: need ≥ 1
+                xs = policy.cross_script_min_terms
+                if xs is not None:
+                    mask |= self.X & (self.F >= xs) & (self.n_terms[:, None] > 0)
+                index[key] = len(masks)
+                masks.append(mask)
+            out[p] = index[key]
+        return out
+
+    def _vector_masks(self, policies: Sequence[AdmissionPolicy], cache: dict) -> np.ndarray:
+        """Per policy, the index (into ``cache["vector"]``) of its vector admission
+        mask [Q, Cv], decided as ``admission._decide_vector`` decides."""
+        masks, index = cache.setdefault("vector", ([], {}))
+        out = np.empty(len(policies), dtype=np.int64)
+        for p, policy in enumerate(policies):
+            key = (policy.vector_min_cosine, policy.vector_min_centred, policy.vector_uncovered)
+            if key not in index:
+                index[key] = len(masks)
+                masks.append(self._vector_mask(policy))
+            out[p] = index[key]
+        return out
+
+    def _vector_mask(self, policy: AdmissionPolicy) -> np.ndarray:
+        uncovered = self.U
+        rethreshold = not isinstance(policy.vector_uncovered, str)
+        with np.errstate(invalid="ignore"):
+            if policy.vector_min_centred is None:
+                threshold = np.where(uncovered, policy.vector_uncovered, policy.vector_min_cosine) if rethreshold \
+                    else policy.vector_min_cosine
+                mask = self.V >= threshold
+            else:
+                mask = ~np.isnan(self.V)  # no cosine: no vector signal at all
+                if policy.vector_min_cosine > -1.0:
+                    mask &= self.V >= policy.vector_min_cosine
+                threshold = np.where(uncovered, policy.vector_uncovered, policy.vector_min_centred) if rethreshold \
+                    else policy.vector_min_centred
+                mask &= self.Z >= threshold
+        if policy.vector_uncovered == "refuse":
+            mask &= ~uncovered
+        return mask
+
+    def _gated(self, policies: Sequence[AdmissionPolicy], pool: int) -> np.ndarray:
+        """[P, Q]: the whole-query gate refuses the query (``admission.gate`` over the
+        pool a search with this pool retrieves)."""
+        P, Q = len(policies), len(self.query_ids)
+        out = np.zeros((P, Q), dtype=bool)
+        best: dict[str, np.ndarray | None] = {}
+        channels = MODE_CHANNELS[self.mode]
+        for p, policy in enumerate(policies):
+            if policy.gate_min is None:
+                continue
+            signal = policy.gate_signal
+            if signal not in best:
+                channel = "fts" if signal == "coverage" else "vector"
+                if channel not in channels:
+                    best[signal] = None  # the gate's channel was not retrieved: it does not apply
+                else:
+                    if signal == "coverage":
+                        width = min(pool, self.F.shape[1])
+                        values = np.where(self.F[:, :width] >= 0,
+                                          self.F[:, :width] / np.maximum(self.n_terms, 1)[:, None], np.nan)
+                        values = np.where(self.n_terms[:, None] > 0, values, np.where(np.isnan(values), np.nan, 0.0))
+                    else:
+                        width = min(pool, self.V.shape[1])
+                        values = (self.V if signal == "cosine" else self.Z)[:, :width]
+                    with np.errstate(invalid="ignore"):
+                        has = ~np.isnan(values)
+                        best[signal] = np.where(has.any(1), np.nanmax(np.where(has, values, -np.inf), 1), -np.inf) \
+                            if values.shape[1] else np.full(Q, -np.inf)
+            if best[signal] is not None:
+                out[p] = best[signal] < policy.gate_min
+        return out
+
+    def _rows(self, policies: Sequence[AdmissionPolicy], pool: int, cache: dict | None = None):
         """Group (policy, query) pairs that admit the same candidate sets.
 
-        Returns per-row query index, FTS required-term threshold and cosine threshold,
-        and ``row_of[p, q]``."""
+        Returns per-row query index and FTS / vector admission masks, and
+        ``row_of[p, q]``."""
+        cache = {} if cache is None else cache
         P, Q = len(policies), len(self.query_ids)
-        nmax = int(self.n_terms.max(initial=0))
-        # required[p, q] via the policy's own rule, once per distinct (fts params, N)
-        distinct_n = np.unique(self.n_terms)
-        req = np.empty((P, Q), dtype=np.int64)
-        cache: dict[tuple, np.ndarray] = {}
-        for p, policy in enumerate(policies):
-            key = (policy.fts_min_terms, policy.fts_min_coverage, policy.short_query_terms)
-            row = cache.get(key)
-            if row is None:
-                by_n = {int(n): (policy.required_terms(int(n)) if n > 0 else nmax + 1) for n in distinct_n}
-                row = cache[key] = np.array([by_n[int(n)] for n in self.n_terms], dtype=np.int64)
-            req[p] = row
-        req = np.minimum(req, nmax + 1)
-        cos = np.array([p.vector_min_cosine for p in policies], dtype=np.float64)
-        Cf, Cv = self.F.shape[1], self.V.shape[1]
-        # nested threshold sets: the number of passing candidates identifies the set
-        thresholds = np.arange(nmax + 2)
-        count_f = (self.F[:, :, None] >= thresholds[None, None, :]).sum(1)  # [Q, nmax+2]
-        sig_f = count_f[np.arange(Q)[None, :], req]  # [P, Q]
-        t_values, t_index = np.unique(cos, return_inverse=True)
-        with np.errstate(invalid="ignore"):
-            count_v = (self.V[:, :, None] >= t_values[None, None, :]).sum(1)  # [Q, T]
-        sig_v = count_v[:, t_index].T  # [P, Q]
-        width = (Cf + 1) * (Cv + 1)
-        combined = np.arange(Q)[None, :] * width + sig_f * (Cv + 1) + sig_v
+        channels = MODE_CHANNELS[self.mode]
+        fi = self._fts_masks(policies, cache) if "fts" in channels else np.zeros(P, dtype=np.int64)
+        vi = self._vector_masks(policies, cache) if "vector" in channels else np.zeros(P, dtype=np.int64)
+        fmasks = np.stack(cache["fts"][0]) if "fts" in channels else np.zeros((1, Q, self.F.shape[1]), bool)
+        vmasks = np.stack(cache["vector"][0]) if "vector" in channels else np.zeros((1, Q, self.V.shape[1]), bool)
+        # per (mask, query): an id of the admitted set, equal ids = equal sets
+        fid = _set_ids(fmasks)  # [Kf, Q]
+        vid = _set_ids(vmasks)  # [Kv, Q]
+        gated = self._gated(policies, pool)
+        nv = int(vid.max(initial=0)) + 1
+        nf = int(fid.max(initial=0)) + 1
+        combined = np.where(gated, nf * nv + np.arange(Q)[None, :], fid[fi] * nv + vid[vi])
         unique, first, inverse = np.unique(combined.ravel(), return_index=True, return_inverse=True)
-        q_row = unique // width
-        p_rep = first // Q
-        return q_row, req[p_rep, q_row], cos[p_rep], inverse.reshape(P, Q)
+        p_rep, q_row = first // Q, first % Q
+        off = gated[p_rep, q_row]
+        adm_f = np.where(off[:, None], False, fmasks[fi[p_rep], q_row])
+        adm_v = np.where(off[:, None], False, vmasks[vi[p_rep], q_row])
+        return q_row, adm_f, adm_v, inverse.reshape(P, Q)
 
-    def _rank(self, q: np.ndarray, r: np.ndarray, t: np.ndarray, pool: int, depth: int, k: int):
+    def _rank(self, q: np.ndarray, adm_f: np.ndarray, adm_v: np.ndarray, pool: int, depth: int, k: int):
         """RRF over the admitted candidates of each row: slot order, scores, counts and
         which channels admitted each slot."""
         R, S = len(q), self.kf.shape[2]
         score = np.zeros((R, S), dtype=np.float64)
         admitted = np.zeros((R, S), dtype=bool)
         by_channel = {}
-        for name, signal, occurrences, thr in (("fts", self.F, self.kf, r), ("vector", self.V, self.kv, t)):
-            width = min(pool, signal.shape[1])
+        for name, full, occurrences in (("fts", adm_f, self.kf), ("vector", adm_v, self.kv)):
+            width = min(pool, full.shape[1])
             slot_adm = np.zeros((R, S), dtype=bool)
             if width == 0:
                 by_channel[name] = slot_adm
                 continue
-            with np.errstate(invalid="ignore"):
-                adm = signal[q, :width] >= thr[:, None]
+            adm = full[:, :width]
             rank = np.cumsum(adm, axis=1)  # repeated rows count for the rank …
             with np.errstate(divide="ignore"):  # k = 0 at unadmitted rank-0 positions, never read
                 contrib = 1.0 / (k + rank)
@@ -290,15 +317,16 @@ class Replay:
         P, L, Q = len(policies), len(limits), len(self.query_ids)
         out_w = Q if weights is None else next(iter(weights.values())).shape[1]
         out = {m: np.zeros((P, L, out_w), dtype=np.float64) for m in M.METRIC_NAMES}
+        cache: dict = {}
         for (k, _, _), members in self._groups(policies).items():
             group = [policies[i] for i in members]
-            q_row, r_row, t_row, row_of = self._rows(group)
             by_pool: dict[int, list[int]] = {}
             for j, limit in enumerate(limits):
                 by_pool.setdefault(group[0].pool_size(limit), []).append(j)
             for pool, js in by_pool.items():
+                q_row, adm_f, adm_v, row_of = self._rows(group, pool, cache)
                 depth = max(limits[j] for j in js)
-                order, n_adm, _, _ = self._rank(q_row, r_row, t_row, pool, depth, k)
+                order, n_adm, _, _ = self._rank(q_row, adm_f, adm_v, pool, depth, k)
                 valid = np.arange(order.shape[1])[None, :] < n_adm[:, None]
                 gains = np.take_along_axis(self.gain[q_row], order, 1) * valid
                 if gains.shape[1] < depth:
@@ -331,8 +359,9 @@ class Replay:
 
     def hits(self, policy: AdmissionPolicy, limit: int) -> dict[str, tuple[MemoryHit, ...]]:
         """The exact hits an online search with ``policy`` and ``limit`` returns, per query."""
-        q_row, r_row, t_row, row_of = self._rows([policy])
-        order, n_adm, scores, by_channel = self._rank(q_row, r_row, t_row, policy.pool_size(limit), limit, policy.rrf_k)
+        pool = policy.pool_size(limit)
+        q_row, adm_f, adm_v, row_of = self._rows([policy], pool)
+        order, n_adm, scores, by_channel = self._rank(q_row, adm_f, adm_v, pool, limit, policy.rrf_k)
         out: dict[str, tuple[MemoryHit, ...]] = {}
         for qi, qid in enumerate(self.query_ids):
             row = row_of[0, qi]
@@ -349,8 +378,9 @@ class Replay:
 
     def ranking(self, policy: AdmissionPolicy, limit: int) -> dict[str, list[str]]:
         """Corpus entry ids of the hits, in order, per query (what ranx evaluates)."""
-        q_row, r_row, t_row, row_of = self._rows([policy])
-        order, n_adm, _, _ = self._rank(q_row, r_row, t_row, policy.pool_size(limit), limit, policy.rrf_k)
+        pool = policy.pool_size(limit)
+        q_row, adm_f, adm_v, row_of = self._rows([policy], pool)
+        order, n_adm, _, _ = self._rank(q_row, adm_f, adm_v, pool, limit, policy.rrf_k)
         entries = np.full(self.gain.shape, "", dtype=object)
         entries[self.slots["qi"].to_numpy(), self.slots["slot"].to_numpy()] = self.slots["corpus_entry"].to_numpy()
         out = {}
@@ -359,3 +389,25 @@ class Replay:
             n = min(int(n_adm[row]), limit, order.shape[1])
             out[qid] = list(entries[qi, order[row, :n]])
         return out
+
+
+def _set_ids(masks: np.ndarray) -> np.ndarray:
+    """[K, Q] ids of the admitted sets of K masks [K, Q, C], equal within a query only
+    when the sets are equal (ids are unique across queries too)."""
+    K, Q, C = masks.shape
+    packed = np.packbits(masks, axis=2) if C else np.zeros((K, Q, 1), np.uint8)
+    rows = np.concatenate([np.broadcast_to(np.arange(Q, dtype=np.int64)[None, :, None], (K, Q, 1)),
+                           packed.astype(np.int64)], axis=2).reshape(K * Q, -1)
+    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    return inverse.reshape(K, Q)
+
+
+def _covered_false(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and np.isnan(value)) and not bool(value)
+
+
+def _cross_script(script: pd.Series, query_script: pd.Series) -> np.ndarray:
+    """``admission._cross_script`` per row: both scripts known (not None / "none") and different."""
+    a = script.map(lambda v: v if isinstance(v, str) else "none").to_numpy(object)
+    b = query_script.map(lambda v: v if isinstance(v, str) else "none").to_numpy(object)
+    return (a != "none") & (b != "none") & (a != b)

@@ -92,6 +92,11 @@ def test_choose_joint_combines_modes_and_keeps_the_bound_in_each():
 
 def test_policy_from_keeps_defaults_for_unused_thresholds():
     p = policy_from({"fts_min_terms": math.nan, "fts_min_coverage": math.nan, "vector_min_cosine": 0.45}, "vector")
-    assert p == AdmissionPolicy(vector_min_cosine=0.45)
+    assert p == AdmissionPolicy.floors(vector_min_cosine=0.45)  # a row without a family is the RFC's floors
     assert policy_from({"fts_min_terms": 3.0, "fts_min_coverage": 0.4, "vector_min_cosine": 0.9}, "fts") == \
-        AdmissionPolicy(fts_min_terms=3, fts_min_coverage=0.4)
+        AdmissionPolicy.floors(fts_min_terms=3, fts_min_coverage=0.4)
+    # a family row: the family's base, with what the mode reads
+    row = {"family": "centred+cross-script+coverage", "hybrid_fts_min_terms": 4.0, "hybrid_fts_min_coverage": 0.34,
+           "vector_min_cosine": -1.0, "vector_min_centred": 0.31, "cross_script_min_terms": 2.0,
+           "vector_uncovered": "refuse", "fts_min_terms": math.nan, "gate_min": math.nan}
+    assert policy_from(row, "hybrid") == AdmissionPolicy()

@@ -51,11 +51,18 @@ def sample_queries(corpus, n: int = 22):
 
 
 def points():
+    """The RFC's floors and every admission family: the library default (centred cosine,
+    cross-script, coverage refusal, hybrid floors), a whole-query gate on each signal,
+    an uncovered re-threshold, a centred rule with a raw floor."""
     rng = random.Random(6)
-    out = [(INITIAL, 8), (NO_ADMISSION, 10), (NO_ADMISSION, 3), (AdmissionPolicy(3, 0.5, 0.7), 5)]
+    out = [(INITIAL, 8), (NO_ADMISSION, 10), (NO_ADMISSION, 3), (AdmissionPolicy.floors(3, 0.5, 0.7), 5),
+           (AdmissionPolicy(), 8), (AdmissionPolicy(), 3), (AdmissionPolicy(gate_min=0.25), 8),
+           (AdmissionPolicy(gate_signal="coverage", gate_min=0.4), 5),
+           (AdmissionPolicy.floors(2, 0.25, 0.45, cross_script_min_terms=1, vector_uncovered=0.6), 8),
+           (AdmissionPolicy(vector_min_cosine=0.4, vector_min_centred=0.2, vector_uncovered=0.35), 10)]
     for _ in range(5):
-        out.append((AdmissionPolicy(rng.randint(1, 4), rng.choice([0.0, 0.2, 0.25, 0.34, 0.5]),
-                                    round(rng.uniform(0.3, 0.8), 2)), rng.choice([1, 5, 8, 10])))
+        out.append((AdmissionPolicy.floors(rng.randint(1, 4), rng.choice([0.0, 0.2, 0.25, 0.34, 0.5]),
+                                           round(rng.uniform(0.3, 0.8), 2)), rng.choice([1, 5, 8, 10])))
     return out
 
 
@@ -85,3 +92,10 @@ async def test_sweep_points_equal_online_search(open_service, backend_name, tmp_
                 rejected += len(online.hits) < limit
     assert truncated > 0  # the cached pool (40) is wider than a limit-8 search's (32): prefixes are exercised
     assert admitted > 0 and rejected > 0
+    # the families' signals are really there to decide on: cross-script FTS candidates,
+    # vector candidates outside the profile's scripts, centred cosines
+    fts = candidates[candidates["channel"] == "fts"]
+    assert ((fts["script"] != fts["query_script"]) & fts["script"].isin(["latin", "cjk"])
+            & fts["query_script"].isin(["latin", "cjk"])).any()
+    vec = candidates[candidates["channel"] == "vector"]
+    assert (vec["covered"] == False).any() and vec["centred"].notna().all()  # noqa: E712

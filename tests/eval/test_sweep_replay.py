@@ -28,6 +28,7 @@ def synthetic(seed: int = 7, queries: int = 40):
     for qn in range(queries):
         qid = f"syn-q{qn:03d}"
         n = rng.choice([0, 1, 2, 3, 4, 5, 6, 8, 11])
+        query_script = rng.choice(["latin", "latin", "cjk", "none"])
         qrows.append(dict(query_id=qid, query_term_count=n))
         judged = rng.sample(entries, rng.randint(0, 4))
         qrels[qid] = {e[3]: rng.randint(1, 3) for e in judged}
@@ -42,12 +43,18 @@ def synthetic(seed: int = 7, queries: int = 40):
                     matched = rng.randint(0, n) if channel == "fts" else 0
                     # (no None cosine: admission.decide cannot format one; backends always set it)
                     cosine = None if channel == "fts" else round(rng.uniform(-0.2, 0.9), 2)
+                    # the families' signals: centred cosine (sometimes unmeasured), scripts, coverage
+                    centred = (None if channel == "fts" or rng.random() < 0.05
+                               else round(cosine - rng.uniform(0.0, 0.4), 2))
+                    script = rng.choice(["latin", "latin", "cjk", "none", None])
+                    covered = None if channel == "fts" else rng.choice([True, True, False, None])
                     rows.append(dict(
                         backend="syn", corpus="syn", mode=mode, query_id=qid, channel=channel, rank=rank,
                         memory="repo", memory_artifact_id=art, memory_revision=3, entry_id=ent, entry_version_id=ver,
                         entry_content_hash="0" * 64, kind="fact", text=f"text of {ent}", corpus_entry=cid,
                         matched_terms=tuple(f"t{i}" for i in range(matched)), matched=matched, query_term_count=n,
-                        coverage=matched / n if n else 0.0, cosine=cosine))
+                        coverage=matched / n if n else 0.0, cosine=cosine, centred=centred, script=script,
+                        query_script=query_script, covered=covered))
     return pd.DataFrame(rows, columns=CANDIDATE_COLUMNS), pd.DataFrame(qrows), qrels
 
 
@@ -57,13 +64,26 @@ def data():
 
 
 def random_policies(rng: random.Random, n: int):
-    out = [(INITIAL, 8), (NO_ADMISSION, 10), (NO_ADMISSION, 1), (AdmissionPolicy(), 3)]
-    for _ in range(n):
-        policy = AdmissionPolicy(
+    """Floors and every family: centred cosine (with and without a raw floor),
+    cross-script terms, uncovered refused / re-thresholded, gates on each signal,
+    hybrid floors."""
+    out = [(INITIAL, 8), (NO_ADMISSION, 10), (NO_ADMISSION, 1), (AdmissionPolicy(), 3), (AdmissionPolicy(), 8)]
+    coverages = [0.0, 0.1, 0.2, 0.25, 0.3, 1 / 3, 0.5, 0.75, 1.0]
+    for i in range(n):
+        family = i % 2 == 1
+        policy = AdmissionPolicy.floors(
             fts_min_terms=rng.randint(1, 5),
-            fts_min_coverage=rng.choice([0.0, 0.1, 0.2, 0.25, 0.3, 1 / 3, 0.5, 0.75, 1.0, round(rng.random(), 3)]),
+            fts_min_coverage=rng.choice([*coverages, round(rng.random(), 3)]),
             vector_min_cosine=rng.choice([-1.0, round(rng.uniform(-0.2, 0.9), 2), round(rng.uniform(-0.2, 0.9), 4)]),
             rrf_k=rng.choice([60, 60, 60, 0, 1, 10]),
+            **({} if not family else dict(
+                vector_min_centred=rng.choice([None, round(rng.uniform(-0.2, 0.6), 2)]),
+                cross_script_min_terms=rng.choice([None, 1, 2, 3]),
+                vector_uncovered=rng.choice(["admit", "refuse", round(rng.uniform(0.0, 0.8), 2)]),
+                gate_signal=rng.choice(["centred", "cosine", "coverage"]),
+                gate_min=rng.choice([None, round(rng.uniform(-0.1, 0.7), 2)]),
+                hybrid_fts_min_terms=rng.choice([None, rng.randint(1, 5)]),
+                hybrid_fts_min_coverage=rng.choice([None, *coverages]))),
         )
         out.append((policy, rng.choice([1, 2, 3, 5, 8, 10])))
     return out
@@ -86,7 +106,7 @@ def test_replay_hits_equal_admission_fuse_for_random_policies(data, mode):
             assert offline[qid] == online, (mode, qid, policy, limit)
             compared += 1
             admitted += len(online)
-    assert compared == 64 * len(queries)
+    assert compared == 65 * len(queries)
     assert admitted > 0
 
 
@@ -109,7 +129,8 @@ def test_evaluate_equals_metrics_of_the_hits(data, mode):
     """Per-query metrics from the grouped rows equal row_metrics of each policy's hits."""
     cands, queries, qrels = data
     replay = Replay.build(cands[cands["mode"] == mode], queries, qrels, mode, min_width=10)
-    policies = [INITIAL, NO_ADMISSION, AdmissionPolicy(3, 0.5, 0.4), AdmissionPolicy(1, 0.0, 0.6)]
+    policies = [INITIAL, NO_ADMISSION, AdmissionPolicy.floors(3, 0.5, 0.4), AdmissionPolicy.floors(1, 0.0, 0.6),
+                AdmissionPolicy(), AdmissionPolicy(gate_min=0.1)]
     limits = [1, 5, 8, 10]
     values = replay.evaluate(policies, limits)
     for p, policy in enumerate(policies):
@@ -146,15 +167,36 @@ def test_policies_admitting_the_same_sets_share_a_ranking_row(data):
     cands, queries, qrels = data
     replay = Replay.build(cands[cands["mode"] == "fts"], queries, qrels, "fts", min_width=10)
     policies = Grid().policies("fts")
-    q_row, _, _, row_of = replay._rows(policies)
+    q_row, _, _, row_of = replay._rows(policies, 32)
     assert row_of.shape == (len(policies), len(queries))
     assert len(q_row) < len(policies) * len(queries) / 4  # the grouping is what makes a sweep cheap
 
 
 def test_grid_always_contains_the_initial_constants_and_no_admission():
-    grid = Grid(fts_min_terms=(3,), fts_min_coverage=(0.5,), vector_min_cosine=(0.6,), limits=(8,))
+    grid = Grid(fts_min_terms=(3,), fts_min_coverage=(0.5,), vector_min_cosine=(0.6,), limits=(8,), families=("floors",))
     hybrid = grid.policies("hybrid")
     assert INITIAL in hybrid and NO_ADMISSION in hybrid
     assert grid.size("hybrid") == len(hybrid) == 3 * 3 * 3  # terms {1,2,3} × cov {0,.25,.5} × cos {-1,.3,.6}
     assert point_values(INITIAL, "fts", 8)["vector_min_cosine"] != point_values(INITIAL, "fts", 8)["vector_min_cosine"]
     assert point_values(INITIAL, "vector", 8)["vector_min_cosine"] == 0.30
+
+
+def test_the_family_grid_holds_the_library_default_and_varies_what_each_mode_reads():
+    grid = Grid(fts_min_terms=(3, 4), fts_min_coverage=(0.3, 0.34), vector_min_cosine=(0.5,), limits=(8,),
+                families=("floors", "centred+cross-script+coverage"), vector_min_centred=(0.28, 0.31))
+    default = AdmissionPolicy()
+    fam = "centred+cross-script+coverage"
+    hybrid = grid.family_policies(fam, "hybrid")
+    assert default in hybrid  # hybrid floors 4 / 0.34 beside centred 0.31, fts-only floors at their default
+    assert {p.fts_floors() for p in hybrid} == {(3, 0.30)}
+    assert len(hybrid) == 4 * 4 * 2  # terms {1,2,3,4} × coverage {0,.25,.3,.34} (the named policies add theirs) × centred
+    assert {p.vector_min_centred for p in grid.family_policies(fam, "vector")} == {0.28, 0.31}
+    assert {(p.fts_min_terms, p.fts_min_coverage) for p in grid.family_policies(fam, "fts")} >= {(3, 0.30), (4, 0.34)}
+    v = point_values(default, "hybrid", 8)
+    assert (v["family"], v["hybrid_fts_min_terms"], v["hybrid_fts_min_coverage"], v["vector_min_centred"],
+            v["cross_script_min_terms"], v["vector_uncovered"]) == (fam, 4, 0.34, 0.31, 2, "refuse")
+    assert v["fts_min_terms"] != v["fts_min_terms"]  # NaN: hybrid reads the hybrid floors
+    assert point_values(default, "fts", 8)["fts_min_terms"] == 3
+    assert point_values(INITIAL, "hybrid", 8)["family"] == "floors"
+    with pytest.raises(ValueError, match="unknown admission family"):
+        Grid(families=("centred+magic",))

@@ -1,0 +1,252 @@
+"""The policy grid of a sweep: admission families and their threshold axes.
+
+A family is a set of admission rules that are on (``AdmissionPolicy.family`` without
+its ``hybrid-floors`` part): ``floors`` (the RFC's per-channel floors), ``centred``
+(vector admission on the centred cosine instead of the raw one), ``+cross-script``
+(the cross-script FTS rule), ``+coverage`` (no vector admission outside the embedding
+profile's scripts), ``+gate`` (the whole-query gate on the best centred cosine). The
+harness sweeps every family of the grid with the same replay and judges them
+leave-one-corpus-out (``transfer``).
+
+Each mode varies only the thresholds it reads. ``floors`` keeps the RFC's single FTS
+rule for fts and hybrid; every other family is mode-aware: its hybrid points vary
+``hybrid_fts_min_terms`` / ``hybrid_fts_min_coverage`` (the FTS floors beside the
+vector channel) and its fts points the fts-only floors, so one policy can hold the
+best of both. A point's parameters are the columns of ``POINT_COLUMNS``, NaN where
+the mode does not read them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import numpy as np
+
+from powercontext.memory.admission import FAMILIES_OFF, INITIAL_POLICY, NO_ADMISSION, AdmissionPolicy
+
+__all__ = [
+    "DEFAULT_FAMILIES", "FAMILY_PARTS", "Grid", "MODES", "MODE_CHANNELS", "NAMED_POLICIES", "PARAMS", "POINT_COLUMNS",
+    "family_base", "family_of", "point_values", "policy_fields", "policy_from", "policy_from_fields", "policy_label",
+]
+
+MODES = ("fts", "vector", "hybrid")
+MODE_CHANNELS = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}
+NAMED_POLICIES = {"initial": INITIAL_POLICY, "no-admission": NO_ADMISSION}
+FAMILY_PARTS = ("cross-script", "gate", "coverage")  # after the base, in AdmissionPolicy.family's order
+#: The families a default sweep compares: the RFC's floors, the centred cosine alone,
+#: with the cross-script rule, with the coverage refusal (the library default), and
+#: the floors with both language rules (is the centred cosine or the language rules
+#: what transfers?). The gate is swept only when asked for (``+gate``).
+DEFAULT_FAMILIES = ("floors", "centred", "centred+cross-script", "centred+cross-script+coverage",
+                    "floors+cross-script+coverage")
+#: Threshold columns of a sweep point (NaN = not read in that mode).
+PARAMS = ["fts_min_terms", "fts_min_coverage", "hybrid_fts_min_terms", "hybrid_fts_min_coverage", "vector_min_cosine",
+          "vector_min_centred", "cross_script_min_terms", "vector_uncovered", "gate_min"]
+POINT_COLUMNS = ["family", *PARAMS, "limit"]
+_INT_FIELDS = {"fts_min_terms", "rrf_k", "short_query_terms", "min_pool", "pool_factor", "cross_script_min_terms",
+               "hybrid_fts_min_terms"}
+
+
+def _parts(family: str) -> tuple[str, set[str]]:
+    base, *rest = family.split("+")
+    if base not in ("floors", "centred") or any(p not in FAMILY_PARTS for p in rest):
+        raise ValueError(f"unknown admission family {family!r}: a base (floors, centred) and any of "
+                         f"+{', +'.join(FAMILY_PARTS)}")
+    return base, set(rest)
+
+
+def family_of(policy: AdmissionPolicy) -> str:
+    """The sweep family of a policy: ``policy.family`` without ``hybrid-floors`` (which
+    every family but ``floors`` varies as part of its hybrid points)."""
+    return "+".join(p for p in policy.family.split("+") if p != "hybrid-floors")
+
+
+def family_base(family: str) -> AdmissionPolicy:
+    """The family's policy with the library default's value for each of its rules
+    (the floors 3 / 0.30 / cosine 0.50 when the family has no centred cosine)."""
+    base, parts = _parts(family)
+    default = AdmissionPolicy()
+    options: dict[str, Any] = {}
+    if base == "centred":
+        options.update(vector_min_cosine=-1.0, vector_min_centred=default.vector_min_centred)
+    if "cross-script" in parts:
+        options["cross_script_min_terms"] = default.cross_script_min_terms
+    if "coverage" in parts:
+        options["vector_uncovered"] = "refuse"
+    if "gate" in parts:
+        options.update(gate_signal="centred", gate_min=0.22)
+    return AdmissionPolicy.floors(**options)
+
+
+def _mode_aware(family: str) -> bool:
+    return family != "floors"
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The policy grid of a sweep: for each family of ``families``, every combination
+    of the thresholds the family and the mode read; every mode sweeps ``limits``. The
+    initial constants and NO_ADMISSION are always on the ``floors`` axes."""
+
+    fts_min_terms: tuple[int, ...] = (1, 2, 3, 4)
+    fts_min_coverage: tuple[float, ...] = (0.0, 0.1, 0.2, 0.25, 0.3, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75, 1.0)
+    vector_min_cosine: tuple[float, ...] = (-1.0, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,
+                                            0.55, 0.6, 0.65, 0.7)
+    limits: tuple[int, ...] = (1, 3, 5, 8, 10)
+    families: tuple[str, ...] = DEFAULT_FAMILIES
+    vector_min_centred: tuple[float, ...] = tuple(float(x) for x in np.round(np.arange(0.13, 0.50, 0.02), 2))
+    cross_script_min_terms: tuple[int, ...] = (2,)
+    gate_min: tuple[float, ...] = (0.16, 0.22, 0.28)
+
+    def __post_init__(self) -> None:
+        for family in self.families:
+            _parts(family)
+
+    def _axes(self) -> tuple[list[int], list[float], list[float]]:
+        named = NAMED_POLICIES.values()
+        terms = sorted(set(self.fts_min_terms) | {p.fts_min_terms for p in named})
+        cov = sorted(set(self.fts_min_coverage) | {p.fts_min_coverage for p in named})
+        cos = sorted(set(self.vector_min_cosine) | {p.vector_min_cosine for p in named})
+        return terms, cov, cos
+
+    def family_policies(self, family: str, mode: str) -> list[AdmissionPolicy]:
+        """The distinct policies of ``family`` in ``mode`` (rules a mode does not read
+        keep the family's base values; they never influence that mode's result)."""
+        if mode not in MODE_CHANNELS:
+            raise ValueError(f"unknown mode {mode!r}")
+        base_name, parts = _parts(family)
+        base = family_base(family)
+        terms, cov, cos = self._axes()
+        floors = list(itertools.product(terms, cov))
+        xs = self.cross_script_min_terms if "cross-script" in parts else (None,)
+        gates = self.gate_min if "gate" in parts else (None,)
+        if base_name == "centred":
+            vector = [dict(vector_min_centred=z, gate_min=g) for z in self.vector_min_centred for g in gates
+                      if g is None or g <= z]
+        else:
+            vector = [dict(vector_min_cosine=x, gate_min=g) for x in cos for g in gates]
+        if mode == "fts":  # a vector-signal gate does not apply without the vector channel
+            return [replace(base, fts_min_terms=t, fts_min_coverage=c, cross_script_min_terms=x, gate_min=None)
+                    for (t, c), x in itertools.product(floors, xs)]
+        if mode == "vector":
+            return [replace(base, **v) for v in vector]
+        if _mode_aware(family):
+            return [replace(base, hybrid_fts_min_terms=t, hybrid_fts_min_coverage=c, cross_script_min_terms=x, **v)
+                    for (t, c), x, v in itertools.product(floors, xs, vector)]
+        return [replace(base, fts_min_terms=t, fts_min_coverage=c, cross_script_min_terms=x, **v)
+                for (t, c), x, v in itertools.product(floors, xs, vector)]
+
+    def policies(self, mode: str) -> list[AdmissionPolicy]:
+        """Every family's policies of ``mode``, family after family."""
+        return [p for family in self.families for p in self.family_policies(family, mode)]
+
+    def size(self, mode: str) -> int:
+        """Number of (policy, limit) points of ``mode``."""
+        return len(self.policies(mode)) * len(self.limits)
+
+    @property
+    def max_limit(self) -> int:
+        return max(self.limits)
+
+    def as_dict(self) -> dict[str, list]:
+        """The grid as JSON-ready lists (``Grid(**{k: tuple(v) ...})`` rebuilds it)."""
+        return {f.name: list(getattr(self, f.name)) for f in fields(self)}
+
+
+def point_values(policy: AdmissionPolicy, mode: str, limit: int) -> dict[str, Any]:
+    """A point's family and parameters, with NaN for what ``mode`` does not read."""
+    family = family_of(policy)
+    uses = MODE_CHANNELS[mode]
+    v: dict[str, Any] = {"family": family, **{name: math.nan for name in PARAMS}, "limit": limit}
+    if "fts" in uses:
+        terms, coverage = policy.fts_floors(hybrid=mode == "hybrid")
+        prefix = "hybrid_" if mode == "hybrid" and _mode_aware(family) else ""
+        v[f"{prefix}fts_min_terms"], v[f"{prefix}fts_min_coverage"] = terms, coverage
+        if policy.cross_script_min_terms is not None:
+            v["cross_script_min_terms"] = policy.cross_script_min_terms
+    if "vector" in uses:
+        v["vector_min_cosine"] = policy.vector_min_cosine
+        if policy.vector_min_centred is not None:
+            v["vector_min_centred"] = policy.vector_min_centred
+        if policy.vector_uncovered != "admit":
+            v["vector_uncovered"] = policy.vector_uncovered
+    if policy.gate_min is not None and ("fts" if policy.gate_signal == "coverage" else "vector") in uses:
+        v["gate_min"] = policy.gate_min
+    return v
+
+
+_READS = {"fts": ("fts_min_terms", "fts_min_coverage", "cross_script_min_terms", "gate_min"),
+          "vector": ("vector_min_cosine", "vector_min_centred", "vector_uncovered", "gate_min")}
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def policy_from(values: Any, mode: str = "hybrid") -> AdmissionPolicy:
+    """The AdmissionPolicy of a sweep row (or a joint row holding several modes'
+    columns): the family's base with every parameter the row sets that ``mode`` reads
+    (``hybrid``: all of them); the others keep the family's base values."""
+    get = values.get if hasattr(values, "get") else lambda k, d=None: getattr(values, k, d)
+    family = get("family", None)
+    family = "floors" if _missing(family) else str(family)
+    policy = family_base(family)
+    changes: dict[str, Any] = {}
+    for name in _READS.get(mode, PARAMS):
+        value = get(name, None)
+        if _missing(value):
+            continue
+        if name == "vector_uncovered":
+            changes[name] = value if isinstance(value, str) else float(value)
+        else:
+            changes[name] = int(value) if name in _INT_FIELDS else float(value)
+    return replace(policy, **changes)
+
+
+def policy_fields(policy: AdmissionPolicy) -> dict[str, Any]:
+    """Every field of a policy (a recommendations row), plus its family."""
+    return {"family": family_of(policy), **{f.name: getattr(policy, f.name) for f in fields(policy)}}
+
+
+def policy_from_fields(row: Any) -> AdmissionPolicy:
+    """The policy a ``policy_fields`` row (read back from a DataFrame: NaN for None,
+    floats for ints) holds."""
+    get = row.get if hasattr(row, "get") else lambda k, d=None: getattr(row, k, d)
+    values: dict[str, Any] = {}
+    for f in fields(AdmissionPolicy):
+        value = get(f.name, None)
+        if _missing(value):
+            if f.name in FAMILIES_OFF and FAMILIES_OFF[f.name] is None:
+                values[f.name] = None  # an optional rule that is off
+            continue
+        if f.name in _INT_FIELDS:
+            value = int(value)
+        elif not isinstance(value, str):
+            value = float(value)
+        values[f.name] = value
+    return AdmissionPolicy(**values)
+
+
+def policy_label(policy: AdmissionPolicy, mode: str) -> str:
+    """The parameters that matter in ``mode``, e.g. ``terms≥2 cov≥0.25 cos≥0.3`` or
+    ``terms≥4 cov≥0.34 xs≥2 centred≥0.31 uncovered=refuse``."""
+    uses = MODE_CHANNELS[mode]
+    parts = []
+    if "fts" in uses:
+        terms, coverage = policy.fts_floors(hybrid=mode == "hybrid")
+        parts.append(f"terms≥{terms} cov≥{coverage:g}")
+        if policy.cross_script_min_terms is not None:
+            parts.append(f"xs≥{policy.cross_script_min_terms}")
+    if "vector" in uses:
+        if policy.vector_min_centred is None or policy.vector_min_cosine > -1.0:
+            parts.append(f"cos≥{policy.vector_min_cosine:g}")
+        if policy.vector_min_centred is not None:
+            parts.append(f"centred≥{policy.vector_min_centred:g}")
+        if policy.vector_uncovered != "admit":
+            parts.append(f"uncovered={policy.vector_uncovered}")
+    if policy.gate_min is not None and ("fts" if policy.gate_signal == "coverage" else "vector") in uses:
+        parts.append(f"gate {policy.gate_signal}≥{policy.gate_min:g}")
+    return " ".join(parts)
