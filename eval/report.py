@@ -239,13 +239,20 @@ def _modes(result: Any) -> list[str]:
 
 
 def _policy_call(rec: pd.Series) -> str:
-    """The call that makes the recommended policy: the parameters it sets beyond
-    ``AdmissionPolicy()``'s (none: the library default)."""
+    """The call that makes the recommended policy: ``AdmissionPolicy.floors(...)`` for
+    the RFC's floors, else the parameters it sets beyond ``AdmissionPolicy()``'s."""
     from dataclasses import fields
 
     policy = policy_from_fields(rec)
+
+    def show(v: Any) -> str:
+        return f"{v:g}" if isinstance(v, float) else repr(v)
+
+    if policy.family == "floors":
+        return (f"pc.AdmissionPolicy.floors(fts_min_terms={policy.fts_min_terms}, "
+                f"fts_min_coverage={policy.fts_min_coverage:g}, vector_min_cosine={policy.vector_min_cosine:g})")
     default = AdmissionPolicy()
-    changed = [f"{f.name}={getattr(policy, f.name)!r}" for f in fields(policy)
+    changed = [f"{f.name}={show(getattr(policy, f.name))}" for f in fields(policy)
                if getattr(policy, f.name) != getattr(default, f.name)]
     return f"pc.AdmissionPolicy({', '.join(changed)})" + ("" if changed else "  # the library default")
 
@@ -348,11 +355,13 @@ def section_method(result: Any) -> Section:
     return Section("method", "Cross-validated estimate", "\n".join(parts))
 
 
-def section_transfer(result: Any) -> Section | None:
+def section_transfer(result: Any) -> Section:
     """Leave-one-corpus-out per family: the figure a default is chosen by."""
     loo = result.transfer
     if loo is None or not len(loo):
-        return None
+        return Section("transfer", "Leave one corpus out: which family transfers",
+                       "<p class='muted'>This run has one corpus: leave-one-corpus-out needs two or more "
+                       "(<code>--dataset A --dataset B</code>, or <code>--all</code>).</p>")
     o = result.objective
     parts = [f"<p>Each family's policy is tuned on all queries of the other corpora ({html.escape(o.metric)} "
              f"pooled over them, {html.escape(o.constraint)} ≤ {o.bound:g} on every tuning corpus and database) and "

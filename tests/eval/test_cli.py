@@ -38,7 +38,8 @@ def test_sweep_cli_writes_the_run_folder_and_prints_the_summary(tiny, tmp_path, 
         assert (out / name).is_file(), name
     sweep = pd.read_csv(out / "sweep.csv")
     assert set(sweep["split"]) == {"all", "dev", "test"} and set(sweep["corpus"]) == {"all", "tiny"}
-    assert len(sweep[(sweep["corpus"] == "all") & (sweep["split"] == "all")]) == 3 * 3 * 4  # terms {1,2,3} × cov {0,.25,.5} × limits
+    every = sweep[(sweep["corpus"] == "all") & (sweep["split"] == "all")]
+    assert every.groupby("family").size().to_dict() == {f: 3 * 3 * 4 for f in Grid().families}  # terms × cov × limits
     summary = json.loads((out / "summary.json").read_text())
     assert [r["mode"] for r in summary["recommendations"]] == ["fts", "joint"]
     report = (out / "report.html").read_text()

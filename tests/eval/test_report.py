@@ -12,9 +12,11 @@ from html.parser import HTMLParser
 import pandas as pd
 import pytest
 
+import powercontext as pc
+
 from powercontext.eval import harness
 from powercontext.eval.plots import BACKEND_STYLE, cosine_positions
-from powercontext.eval.report import COLLAPSE_ROWS, MAX_WIDTH, SECTIONS, fmt_p, render_html, stats_overview
+from powercontext.eval.report import _policy_call, COLLAPSE_ROWS, MAX_WIDTH, SECTIONS, fmt_p, render_html, stats_overview
 from powercontext.eval.sweep import Grid
 
 from .fakes import HashEmbedding, write_corpus
@@ -96,8 +98,10 @@ def test_the_first_section_answers_what_to_set_and_what_it_costs(page, result):
     assert first.attrs["id"] == "recommendation"
     body = first.all_text()
     joint = result.recommendations.set_index("mode").loc["joint"]
-    assert (f"pc.AdmissionPolicy(fts_min_terms={int(joint.fts_min_terms)}, "
-            f"fts_min_coverage={joint.fts_min_coverage:g}, vector_min_cosine={joint.vector_min_cosine:g})") in body
+    call = _policy_call(joint)
+    assert call.startswith("pc.AdmissionPolicy") and call in body
+    # the call shown is the one that makes the recommended policy
+    assert eval(call.split("  #")[0], {"pc": pc}) == result.recommended("joint")  # noqa: S307
     (table,) = first.iter("table")
     header = [th.all_text() for th in table.iter("th")]
     assert {"mode", "database", "thresholds", "ndcg@10 [95% CI]", "false adm. [95% CI]", "no admission: nDCG, FA"} <= set(header)
