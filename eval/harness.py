@@ -56,8 +56,8 @@ from .transfer import leave_one_out
 from .tables import abstention_frame, breakdown_frame, per_query_table, stats_frame, summary_frame
 
 __all__ = [
-    "SweepResult", "analyse", "arun", "asummary", "asweep", "available_modes", "resolve_datasets", "run",
-    "summary", "sweep",
+    "SweepResult", "afit", "analyse", "arun", "asummary", "asweep", "available_modes", "fit", "resolve_datasets",
+    "run", "summary", "sweep",
 ]
 
 def available_modes() -> tuple[str, ...]:
@@ -401,6 +401,44 @@ def sweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Se
     """Sync ``asweep``."""
     return _sync(asweep(datasets, backends, modes, out, grid, objective, progress, write, folds, seed, style,
                         **collect_options))
+
+
+async def afit(datasets: Any, family: str | Sequence[str] | None = None, backends: Sequence[str] = ("sqlite",),
+               modes: Sequence[str] | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
+               **options: Any) -> AdmissionPolicy:
+    """Fit an admission policy on your own labels: sweep ``family`` (one name, several,
+    or None = every family of ``grid``) over ``datasets`` and return the joint choice
+    at the objective's bound — the best nDCG@10 with false admission ≤ the bound in
+    every mode and on every backend. Save it with ``policy.save(path)``; load it with
+    ``pc.AdmissionPolicy.load(path)`` or ``%config PcMem.policy_file = 'path'``.
+
+    Fitted on your queries, a family the library does not default to (a whole-query
+    gate, lenient floors) may well be the best choice for you: that is what this is for.
+    How it holds on queries it was not fitted on is what ``sweep(...).crossval`` says."""
+    from dataclasses import replace
+
+    if family is not None:
+        try:
+            grid = replace(grid, families=(family,) if isinstance(family, str) else tuple(family))
+        except ValueError as exc:
+            raise EvalError(str(exc)) from exc
+    options.setdefault("progress", False)
+    options.setdefault("write", False)
+    if options.get("out") is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="pc-fit-") as tmp:
+            result = await asweep(datasets, backends, modes, out=tmp, grid=grid, objective=objective, **options)
+    else:
+        result = await asweep(datasets, backends, modes, grid=grid, objective=objective, **options)
+    return result.recommended("joint")
+
+
+def fit(datasets: Any, family: str | Sequence[str] | None = None, backends: Sequence[str] = ("sqlite",),
+        modes: Sequence[str] | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
+        **options: Any) -> AdmissionPolicy:
+    """Sync ``afit``: ``harness.fit("my-corpus", family="centred+cross-script+gate").save("policy.json")``."""
+    return _sync(afit(datasets, family, backends, modes, grid, objective, **options))
 
 
 async def asummary(dataset: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
