@@ -77,6 +77,10 @@ class PcMem(Magics):
     fts_min_terms = Int(None, allow_none=True, min=1, help="session default fts_min_terms").tag(config=True)
     fts_min_coverage = Float(None, allow_none=True, min=0.0, max=1.0, help="session default fts_min_coverage").tag(config=True)
     vector_min_cosine = Float(None, allow_none=True, min=-1.0, max=1.0, help="session default vector_min_cosine").tag(config=True)
+    # A policy fitted on your own labels (harness.fit(...).save(path)); the thresholds
+    # above, when set, still override it.
+    policy_file = Unicode(None, allow_none=True,
+                          help="JSON admission policy (AdmissionPolicy.save) the session searches with").tag(config=True)
 
     def __init__(self, shell=None, session: Session | None = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
@@ -350,14 +354,32 @@ class PcMem(Magics):
     def _thresholds_changed(self, change) -> None:
         self._apply_policy()
 
+    @observe("policy_file")
+    def _policy_file_changed(self, change) -> None:
+        try:
+            self._file_policy()  # a bad file is refused when it is set, not at the next search
+        except UsageError:
+            self.set_trait("policy_file", change["old"])  # keep searching with the policy that worked
+            raise
+        self._apply_policy()
+
+    def _file_policy(self) -> AdmissionPolicy:
+        """The policy of ``policy_file``, or the library default without one."""
+        if not self.policy_file:
+            return AdmissionPolicy()
+        try:
+            return AdmissionPolicy.load(self.policy_file)
+        except ValueError as exc:  # InvalidMemoryRequestError: missing, unreadable or invalid
+            raise UsageError(f"PcMem.policy_file: {' '.join(str(exc).split())}") from None
+
     def _apply_policy(self) -> None:
-        """Make the %config thresholds the open service's policy."""
+        """Make the %config policy file and thresholds the open service's policy."""
         session = getattr(self, "session", None)  # config is applied before __init__ ends
         svc = None if session is None else session.svc
         if svc is None:
             return
         overrides = {k: getattr(self, k) for k in ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")}
-        svc.policy = dataclasses.replace(AdmissionPolicy(), **{k: v for k, v in overrides.items() if v is not None})
+        svc.policy = dataclasses.replace(self._file_policy(), **{k: v for k, v in overrides.items() if v is not None})
 
     def _policy(self, args) -> AdmissionPolicy | None:
         overrides = {k: getattr(args, k) for k in ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")}

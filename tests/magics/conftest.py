@@ -8,10 +8,10 @@ import uuid
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
+from powercontext import AdmissionPolicy
 from powercontext.backends.seekdb import database_url, drop_database
 
 EXTENSION = "powercontext.magics"
-PINNED = ("fts_min_terms = 2", "fts_min_coverage = 0.25", "vector_min_cosine = 0.3")
 
 
 @pytest.fixture
@@ -21,10 +21,11 @@ def shell(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     ip = InteractiveShell.instance()
     ip.extension_manager.load_extension(EXTENSION)
-    # These tests were written against the RFC's initial thresholds; pin them here so
-    # the calibrated library defaults can move without rewriting every expectation.
-    for option in PINNED:
-        ip.run_line_magic("config", f"PcMem.{option}")
+    # These tests were written against the RFC's initial policy (floors 2 / 0.25 /
+    # cosine 0.30, no family); pin it through a policy file, as a user pins a fitted
+    # one, so the library default can move without rewriting every expectation.
+    rfc = AdmissionPolicy.rfc_initial().save(tmp_path / "rfc_initial_policy.json")
+    ip.run_line_magic("config", f"PcMem.policy_file = {str(rfc)!r}")
     before = set(ip.user_ns)
     yield ip
     ip.extension_manager.unload_extension(EXTENSION)
