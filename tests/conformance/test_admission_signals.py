@@ -149,8 +149,8 @@ async def test_a_new_database_records_the_analyzer_it_was_opened_with(open_servi
 
 
 async def test_the_analyzer_migration_rebuilds_the_full_text_projection(open_service, backend_name, minilm):
-    svc = await open_service(embedding=minilm, ids=SequentialIds())
-    assert svc.backend.analyzer.version == analyzer.ANALYZER_VERSION == "v1"
+    svc = await open_service(embedding=minilm, analyzer="v1", ids=SequentialIds())  # a database made before v2
+    assert svc.backend.analyzer.version == "v1" and analyzer.ANALYZER_VERSION == "v2"
     rev = await svc.remember(None, entries=tuple(E("fact", t) for t in DOCS))
     rev2 = await svc.remember(None, entries=(E("fact", "Keep the validation convention for docs."),))
     target = svc.backend.path if backend_name == "sqlite" else svc.backend.url

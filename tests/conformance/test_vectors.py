@@ -34,7 +34,7 @@ PARAPHRASES = [
     ("how are shipped binaries authenticated", 3),
     ("how should I phrase my git history", 4),
 ]
-LOW = AdmissionPolicy(fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=0.2)
+LOW = AdmissionPolicy.floors(fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=0.2)  # the RFC's rule, lenient
 
 
 class OutageEmbedding:
@@ -128,7 +128,7 @@ async def test_a_warm_hybrid_search_is_one_round_trip(vsvc, docs, monkeypatch):
 async def test_cosine_threshold_is_applied(vsvc, docs):
     rev, ids = docs
     res = await vsvc.search("who has to approve schema changes", memories=(rev,), mode="vector", explain=True,
-                            policy=AdmissionPolicy(vector_min_cosine=0.99))
+                            policy=AdmissionPolicy.floors(vector_min_cosine=0.99))
     assert res.hits == () and res.decisions and all(not d.admitted for d in res.decisions)
     cosines = [d.candidate.cosine for d in res.decisions]
     assert cosines == sorted(cosines, reverse=True) and all(-1.0 <= c <= 1.0 for c in cosines)
