@@ -44,9 +44,6 @@ class AdmissionInspector(ServiceWidget):
     ``retrievals`` counts database round trips. Displayed without a live kernel it
     shows the summary and these tables."""
 
-    #: Off until notebook 03 (which stores this widget's old display) is re-executed.
-    static_fallback = False
-
     def __init__(self, svc: Any, memories: Sequence[Any] = (), runner=None, *, query: str = "",
                  mode: str = "auto", limit: int = 8, width: int = 80) -> None:
         super().__init__(svc, runner)

@@ -90,9 +90,6 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
     row), ``curve`` (the plotted rows), ``table`` (HTML of the point's metrics),
     ``plot`` (an SVG Image)."""
 
-    #: Off until notebook 04 (which stores this widget's old display) is re-executed.
-    static_fallback = False
-
     def __init__(self, result: Any, metric: str = "ndcg@10", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.frame = result.sweep if hasattr(result, "sweep") else result
@@ -265,10 +262,7 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
 
     # ------------------------------------------------------------------ static display
 
-    def __repr__(self) -> str:  # stable text for nbval, with or without the static fallback
-        return self.headline()
-
-    def headline(self) -> str:
+    def headline(self) -> str:  # stable text for nbval
         if self.point is None:
             return "ThresholdTuner(no point)"
         picked = ", ".join(f"{n}={_label('', self.point[n])}" for n in self.relevant)

@@ -110,7 +110,8 @@ def test_labels_are_whole_and_integer_thresholds_are_integers():
 def test_threshold_tuner_displays_its_point_and_curve_without_a_live_kernel():
     t = ThresholdTuner(vector_sweep())
     t.vector_min_cosine.value = 0.4
-    bundle = {"text/plain": t.fallback_text(), "text/html": t.fallback_html()}  # its display once 04 is re-executed
+    bundle = t._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
     lines = bundle["text/plain"].splitlines()
     assert lines[0] == repr(t) == "ThresholdTuner(sqlite/vector/dev, vector_min_cosine=0.4, limit=8: ndcg@10=0.600, false_admission=0.300)"
     assert lines[1] == "ndcg@10 0.600 · false_admission 0.300" and lines[2] == "along vector_min_cosine:"

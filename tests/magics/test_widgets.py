@@ -196,13 +196,14 @@ def test_inspectors_display_their_table_without_a_live_kernel(history):
     assert "user_requested" in bundle["text/plain"] and 'data-label="deactivated"' in bundle["text/html"]
 
     a = AdmissionInspector(svc, [mid], runner=runner, query=QUERY)
-    text, html = a.fallback_text(), a.fallback_html()  # in its display bundle once notebook 03 is re-executed
-    assert text.splitlines()[0] == a.headline() and a.headline().startswith(f"AdmissionInspector(1 hit for {QUERY!r} · mode ")
+    bundle = a._repr_mimebundle_()
+    text, html = bundle["text/plain"], bundle["text/html"]
+    assert text.splitlines()[0] == repr(a) and repr(a).startswith(f"AdmissionInspector(1 hit for {QUERY!r} · mode ")
     assert "rejected candidates:" in text and "matched 1/6 terms, needs 2" in text
     assert SITE in text and "rejected candidates" in html
     a.mode.value = "vector"
-    assert "not supported: vector search is unavailable" in a.fallback_html()
-    assert a.headline().startswith("AdmissionInspector(not supported: vector search")
+    assert "not supported: vector search is unavailable" in a._repr_mimebundle_()["text/html"]
+    assert repr(a).startswith("AdmissionInspector(not supported: vector search")
 
 
 def esc_in(text: str, html: str) -> bool:
