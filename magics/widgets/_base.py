@@ -34,7 +34,8 @@ class StaticFallback:
     A live front end draws the view; a static renderer without widget support
     (GitHub, ``nbconvert`` without the widget state, a terminal) shows the table
     instead of ``Widget(children=(HBox(…``. Subclasses give ``headline()`` (one line,
-    also the ``repr``), ``fallback_text()`` and ``fallback_html()``; both must be
+    also the ``repr``) and ``fallback_html()``, and ``fallback_text()`` unless the
+    headline over ``self.frame`` is the whole story; both must be
     deterministic for the same state, because nbval compares them.
 
     ``static_fallback = False`` keeps ipywidgets' own display for a class whose stored
@@ -46,7 +47,8 @@ class StaticFallback:
         raise NotImplementedError
 
     def fallback_text(self) -> str:
-        raise NotImplementedError
+        """The headline over the widget's ``frame`` (what a one-table widget shows)."""
+        return f"{self.headline()}\n{frame_text(self.frame)}"  # type: ignore[attr-defined]
 
     def fallback_html(self) -> str:
         raise NotImplementedError

@@ -12,7 +12,7 @@ from .. import tables
 from ..display import esc, html_table
 from ..reads import versions_of
 from ..refs import resolve_memory
-from ._base import ServiceWidget, frame_text
+from ._base import ServiceWidget
 
 __all__ = ["LineageExplorer"]
 
@@ -60,9 +60,6 @@ class LineageExplorer(ServiceWidget):
 
     def headline(self) -> str:
         return f"LineageExplorer({self.head.ref} · {self.caption})"
-
-    def fallback_text(self) -> str:
-        return f"{self.headline()}\n{frame_text(self.frame)}"
 
     def fallback_html(self) -> str:
         return f"<b>LineageExplorer</b> {esc(self.head.ref)}{self.timeline.value}{self.status.value}"

@@ -18,7 +18,7 @@ from .. import tables
 from ..display import esc, html_table
 from ..reads import versions_of
 from ..refs import resolve_memory
-from ._base import ServiceWidget, frame_text
+from ._base import ServiceWidget
 
 __all__ = ["ManifestInspector"]
 
@@ -81,9 +81,6 @@ class ManifestInspector(ServiceWidget):
 
     def headline(self) -> str:
         return f"ManifestInspector({self.caption})"
-
-    def fallback_text(self) -> str:
-        return f"{self.headline()}\n{frame_text(self.frame)}"
 
     def fallback_html(self) -> str:
         return f"<b>ManifestInspector</b> {esc(self.caption)}{self.table.value}{self.status.value}"
