@@ -50,6 +50,7 @@ import tracemalloc
 from pathlib import Path
 
 import powercontext as pc
+from powercontext.backends.retrieval import fts_fetch_size
 from powercontext.backends.seekdb import drop_database, ensure_server
 from powercontext.embedding import MINILM_PROFILE, EmbeddingResult
 from powercontext.memory import arguments
@@ -146,7 +147,7 @@ def raw_search_ms(backend, artifact_id, terms, vector, pool, channels) -> float:
         start = time.perf_counter()
         with backend._transaction(write=False) as tx:
             if "fts" in channels and terms:
-                backend._fts_query(tx, [artifact_id], terms, pool)
+                backend._fts_query(tx, [artifact_id], terms, fts_fetch_size(pool))
             if "vector" in channels:
                 backend._vector_query(tx, [artifact_id], vector, pool)
         return (time.perf_counter() - start) * 1000
@@ -164,7 +165,7 @@ def explain_fts(backend, artifact_id, terms, pool) -> str:
                 return real(sql, params)
             tx.execute = capture
             try:
-                backend._fts_query(tx, [artifact_id], terms, pool)
+                backend._fts_query(tx, [artifact_id], terms, fts_fetch_size(pool))
             finally:
                 tx.execute = real
             out = []

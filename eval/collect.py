@@ -31,7 +31,7 @@ from .sweep import INITIAL
 __all__ = ["Collected", "collect", "query_table", "vector_modes"]
 
 VECTOR_MODES = ("vector", "hybrid")
-CACHE_VERSION = 4  # 4: the admission families' signals are cached
+CACHE_VERSION = 5  # 4: the admission families' signals are cached; 5: the portable full-text pool
 SPOT_POLICIES = {"initial": INITIAL, "no-admission": NO_ADMISSION}
 SPOT_LIMIT = 8
 

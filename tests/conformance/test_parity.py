@@ -3,7 +3,8 @@ on SQLite and OceanBase, and the same admitted FTS sets.
 
 Known, documented difference: the FTS engines rank differently (FTS5 bm25 vs
 OceanBase's BM25-like MATCH score), so the ORDER of admitted hits — and therefore RRF
-scores — may differ; the admitted SETS may not. Stop words cannot cause a difference
+scores — may differ; the admitted SETS may not, nor the pool of full-text candidates
+when more rows match than it holds (backends/retrieval.fts_pool). Stop words cannot cause a difference
 because Analyzer v1 drops OceanBase's built-in stop list on both databases.
 """
 
@@ -103,3 +104,42 @@ async def test_same_admitted_vector_and_hybrid_sets_with_the_real_model(tmp_path
         await sqlite.close()
         await ocean.close()
         drop_database(oceanbase_url, database)
+
+
+def _bundled_memories(corpus: str) -> dict[str, list[pc.MemoryEntryInput]]:
+    """The active entries of a bundled corpus, per memory, as they stand at the end."""
+    import json
+    from pathlib import Path
+
+    memories: dict[str, list[pc.MemoryEntryInput]] = {}
+    path = Path(__file__).parents[2] / "datasets" / corpus / "memories.jsonl"
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["state"] == "active":
+            memories.setdefault(record["memory"], []).append(pc.MemoryEntryInput(record["kind"], record["text"]))
+    return memories
+
+
+async def test_a_query_matching_more_rows_than_the_pool_has_the_same_fts_pool_on_both_databases(both):
+    """bm25 and OceanBase's MATCH score cut a pool of 32 at different rows once more rows
+    match (these two queries of the bundled harbor-web corpus: 38 and 135 matching
+    entries; under a pool of the engines' top 32 their admitted sets differed). The
+    pool is chosen from a deeper read by a rule both databases compute alike."""
+    sqlite, ocean = both
+    heads = []
+    for svc in (sqlite, ocean):
+        made = {}
+        for memory, entries in sorted(_bundled_memories("harbor-web").items()):
+            made[memory] = await svc.remember(None, entries=tuple(entries))
+        heads.append(made)
+    assert heads[0]["repo"].content_hash == heads[1]["repo"].content_hash
+    for query in ("How long is the tRPC client request timeout in the browser?",
+                  "Does pnpm dev:all start both the web app and the BFF?"):
+        for mode in ("fts",):
+            results = [await svc.search(query, memories=(h["repo"],), mode=mode, explain=True)
+                       for svc, h in zip((sqlite, ocean), heads)]
+            pools = [{d.candidate.entry_id for d in r.decisions} for r in results]
+            admitted = [{d.candidate.entry_id for d in r.decisions if d.admitted} for r in results]
+            assert len(pools[0]) == sqlite.policy.pool_size(8), query
+            assert pools[0] == pools[1], query
+            assert admitted[0] == admitted[1], query
