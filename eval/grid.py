@@ -58,6 +58,15 @@ def _parts(family: str) -> tuple[str, set[str]]:
     return base, set(rest)
 
 
+def simplicity(family: str) -> tuple[int, int]:
+    """Order of preference between families whose policies score alike: fewer rules
+    first, the RFC's floors before the centred cosine. (In fts mode the vector rule is
+    never read, so ``floors`` and ``centred`` tie exactly; the simpler name is the truer
+    label.)"""
+    base, rest = _parts(family)
+    return len(rest), 0 if base == "floors" else 1
+
+
 def family_of(policy: AdmissionPolicy) -> str:
     """The sweep family of a policy: ``policy.family`` without ``hybrid-floors`` (which
     every family but ``floors`` varies as part of its hybrid points)."""

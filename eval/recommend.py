@@ -32,7 +32,7 @@ import pandas as pd
 
 from powercontext.memory.admission import AdmissionPolicy
 
-from .grid import PARAMS, family_of, point_values, policy_fields, policy_from, policy_label
+from .grid import PARAMS, family_of, point_values, policy_fields, policy_from, policy_label, simplicity
 
 __all__ = ["Objective", "Recommendation", "choose", "choose_joint", "point_rows", "policy_from", "sensitivity"]
 
@@ -123,8 +123,11 @@ def _pick(table: pd.DataFrame, objective: Objective) -> tuple[pd.Series, bool, i
         return best, False, 0
     top = feasible["objective"].max()
     near = feasible[feasible["objective"] >= top - objective.tolerance]
-    best = near.sort_values(["constraint", "secondary"], ascending=[True, False], kind="stable").iloc[0]
-    return best, True, len(feasible)
+    if "family" in near.columns:  # exact ties go to the simplest family, not the first name
+        near = near.assign(_simplicity=near["family"].map(simplicity))
+    keys = ["constraint", "secondary", *(["_simplicity"] if "_simplicity" in near.columns else [])]
+    best = near.sort_values(keys, ascending=[True, False, True][:len(keys)], kind="stable").iloc[0]
+    return best.drop("_simplicity", errors="ignore"), True, len(feasible)
 
 
 def choose(sweep: pd.DataFrame, mode: str, objective: Objective = Objective(),

@@ -11,6 +11,7 @@ import pytest
 
 from powercontext.eval.compare import jaccard, pool_agreement, rbo, vector_recall
 from powercontext.eval.recommend import Objective, choose, choose_joint, policy_from
+from powercontext.eval.grid import family_of
 from powercontext.memory.admission import AdmissionPolicy
 
 
@@ -69,6 +70,22 @@ def test_choose_maximises_the_metric_under_the_bound_on_every_backend():
     assert strict.policy.fts_min_coverage == 0.25
     none = choose(sweep, "fts", Objective(bound=0.01))
     assert not none.feasible and none.policy.fts_min_coverage == 0.5
+
+
+def test_an_exact_tie_between_families_goes_to_the_simplest():
+    """In fts mode the vector rule is never read, so ``floors`` and ``centred`` (and the
+    +cross-script families without a cross-script query) score identically: the label
+    must name the simplest family, whatever the names' alphabetical order."""
+    rows = []
+    for family in ("centred+cross-script", "centred", "floors+cross-script+coverage", "floors"):
+        for cov, ndcg, fa in ((0.2, 0.6, 0.2), (0.3, 0.5, 0.1)):
+            rows.append(dict(backend="sqlite", mode="fts", family=family, fts_min_terms=2, fts_min_coverage=cov,
+                             vector_min_cosine=math.nan, **{"ndcg@10": ndcg, "false_admission": fa}))
+    rec = choose(_sweep(rows), "fts", Objective(bound=0.3))
+    assert rec.policy.fts_min_coverage == 0.2
+    assert family_of(rec.policy) == "floors"
+    rows = [r for r in rows if r["family"] != "floors"]
+    assert family_of(choose(_sweep(rows), "fts", Objective(bound=0.3)).policy) == "centred"
 
 
 def test_choose_joint_combines_modes_and_keeps_the_bound_in_each():
