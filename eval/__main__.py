@@ -2,6 +2,7 @@
 
     python -m powercontext.eval sweep --all --backends sqlite,oceanbase
     python -m powercontext.eval sweep --dataset my-corpus --modes fts --folds 5 --out results/mine
+    python -m powercontext.eval analyzers --all --analyzers v1,v2 --out results/analyzers
     python -m powercontext.eval run --dataset datasets/atlas-etl --policy fts_min_coverage=0.4 --limit 8
     python -m powercontext.eval validate my-corpus [--style bundled]
     python -m powercontext.eval import locomo|longmemeval|beir|trec SRC OUT
@@ -10,7 +11,9 @@
 seekdb for OceanBase unless POWERCONTEXT_OCEANBASE_URL names a server), retrieves each
 query once per mode, replays the policy grid offline, recommends a policy per mode
 (by 5-fold cross-validation below 200 queries), writes the run folder and prints the
-summary table, the wall time and peak memory, and where report.html is. ``run``
+summary table, the wall time and peak memory, and where report.html is; its
+databases are created with ``--analyzer`` (v2 by default). ``analyzers`` runs that
+sweep once per analyzer and writes the figures side by side (``analyzers.md``). ``run``
 evaluates one policy through ``admission.fuse`` itself. ``validate`` checks corpus
 folders without running anything (``--style bundled`` adds the bundled corpora's
 conventions). ``import`` turns a public benchmark (LoCoMo-10, LongMemEval, a BEIR
@@ -88,6 +91,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--style", choices=("any", "bundled"), default="any",
                    help="bundled: also refuse corpora that break the bundled corpora's conventions")
     p.add_argument("--seed", type=int, default=0, help="seed of assigned splits and folds (default 0)")
+    p.add_argument("--analyzer", default=None,
+                   help="the analyzer every database is created with: v1 or v2 (default: v2, a new database's)")
 
 
 def _folds(text: str):
@@ -99,11 +104,7 @@ def _folds(text: str):
         raise argparse.ArgumentTypeError(f"expected auto or an integer, got {text!r}") from exc
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m powercontext.eval",
-                                     description="Measure relevance-admission thresholds on labelled corpora.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("sweep", help="sweep the policy grid, recommend, write the run folder")
+def _sweep_options(s: argparse.ArgumentParser) -> None:
     _common(s)
     s.add_argument("--out", default=None, help="run folder (default results/sweep-<timestamp>)")
     s.add_argument("--reuse", action="store_true", help="reuse candidates.pkl in --out if it matches (no database)")
@@ -124,6 +125,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--folds", type=_folds, default="auto",
                    help="k-fold cross-validation of the recommendation by query: auto (5 below 200 queries, else "
                         "the dev/test split), 0 (dev/test) or k ≥ 2")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m powercontext.eval",
+                                     description="Measure relevance-admission thresholds on labelled corpora.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("sweep", help="sweep the policy grid, recommend, write the run folder")
+    _sweep_options(s)
+    a = sub.add_parser("analyzers", help="sweep once per analyzer and put the figures side by side")
+    _sweep_options(a)
+    a.add_argument("--analyzers", type=_csv_list(str), default=("v1", "v2"),
+                   help="comma-separated analyzers to compare (default v1,v2); run folders OUT/<analyzer>")
     r = sub.add_parser("run", help="evaluate one policy through admission.fuse")
     _common(r)
     r.add_argument("--policy", type=parse_policy, default=INITIAL,
@@ -258,7 +271,9 @@ def main(argv: list[str] | None = None) -> int:
         backends = args.backends or (("sqlite", "oceanbase") if args.all else ("sqlite",))
         options = dict(seekdb_dir=args.seekdb_dir, embedding_cache=args.embedding_cache,
                        keep_databases=args.keep_databases, style=args.style)
-        if args.command == "sweep":
+        if args.command != "analyzers":
+            options["analyzer"] = args.analyzer
+        if args.command in ("sweep", "analyzers"):
             from .recommend import Objective
             from .report import format_summary
 
@@ -269,6 +284,20 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as exc:
                 raise EvalError(str(exc)) from exc
             objective = Objective(metric=args.metric, bound=args.max_false_admission, limit=args.limit)
+            if args.command == "analyzers":
+                if args.analyzer is not None:
+                    raise EvalError("analyzers: give the analyzers to compare with --analyzers, not --analyzer")
+                from . import analyzers as side
+
+                table, results = harness.compare_analyzers(
+                    datasets, analyzers=args.analyzers, backends=backends, modes=args.modes, out=args.out, grid=grid,
+                    objective=objective, progress=not args.no_progress, reuse=args.reuse, folds=args.folds,
+                    seed=args.seed, **options)
+                print(side.format_table(table, args.analyzers))
+                out = Path(next(iter(results.values())).out).parent
+                print(f"side by side: {(out / 'analyzers.md').resolve()}")
+                print(footer(next(iter(results.values())), started))
+                return 0
             result = harness.sweep(datasets, backends=backends, modes=args.modes, out=args.out, grid=grid,
                                    objective=objective, progress=not args.no_progress, reuse=args.reuse,
                                    folds=args.folds, seed=args.seed, **options)

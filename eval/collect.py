@@ -17,8 +17,10 @@ import pandas as pd
 
 import re
 
+from powercontext.analyzer import ANALYZER_VERSION
+from powercontext.analyzer import get as get_analyzer
 from powercontext.canonical import SequentialIds, nfc
-from powercontext.errors import EmbeddingUnavailableError
+from powercontext.errors import EmbeddingUnavailableError, PowerContextError
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from .databases import Databases, EvalError
@@ -55,6 +57,7 @@ class Collected:
     spot: pd.DataFrame = field(default_factory=pd.DataFrame)  # online searches to check the replay against
     stages: pd.DataFrame = field(default_factory=pd.DataFrame)  # stage, backend, seconds (wall time)
     server_peak_mib: float | None = None  # peak RSS of the seekdb server the run started (None: none started)
+    analyzer: str = ANALYZER_VERSION  # the analyzer every database of the run was created with
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -151,25 +154,32 @@ async def collect(
     spot_queries: int = 20,
     style: str = "any",
     split_seed: int = 0,
+    analyzer: str | None = None,
 ) -> Collected:
     """Load, embed and retrieve. With ``reuse`` a matching ``candidates.pkl`` in
     ``out`` is read instead of touching any database. ``style`` and ``split_seed``
-    go to ``datasets.load`` (which validates and completes missing splits)."""
+    go to ``datasets.load`` (which validates and completes missing splits); every
+    database is created with ``analyzer`` (default: a new database's, v2)."""
     out = Path(out)
+    try:
+        analyzer = get_analyzer(analyzer).version
+    except PowerContextError as exc:
+        raise EvalError(str(exc)) from exc
     stages: list[dict] = []
     clock = time.perf_counter()
     corpora = [load(p, style=style, split_seed=split_seed) for p in datasets]
     check_distinct(corpora)
     stages.append(dict(stage="validate", backend="", seconds=time.perf_counter() - clock))
     fingerprint = dict(version=CACHE_VERSION, corpora={c.name: _digest(c) for c in corpora}, backends=list(backends),
-                       modes=list(modes), max_limit=max_limit, spot=spot_queries, split_seed=split_seed)
+                       modes=list(modes), max_limit=max_limit, spot=spot_queries, split_seed=split_seed,
+                       analyzer=analyzer)
     if reuse:
         cached = read_cache(out)
         if cached is not None and cached[2].get("fingerprint") == fingerprint:
             candidates, retrievals, meta = cached
             return Collected(corpora, tuple(backends), tuple(modes), max_limit, candidates, retrievals,
                              query_table(corpora), meta["loads"], meta["exact"], meta["embedding"], meta["spot"],
-                             meta.get("stages", pd.DataFrame()))
+                             meta.get("stages", pd.DataFrame()), analyzer=analyzer)
 
     model = None
     embedding_stats: dict = {}
@@ -207,7 +217,8 @@ async def collect(
             with load_bar, query_bar:
                 for corpus in corpora:
                     start = time.perf_counter()
-                    svc = await dbs.open(backend, corpus.name, embedding=model, ids=SequentialIds(id_tag(corpus)))
+                    svc = await dbs.open(backend, corpus.name, embedding=model, ids=SequentialIds(id_tag(corpus)),
+                                         analyzer=analyzer)
                     try:
                         loaded = await load_corpus(svc, corpus, progress=load_bar)
                         loads.append(dict(backend=backend, corpus=corpus.name, entries=len(corpus.memories),
@@ -239,7 +250,7 @@ async def collect(
     write_cache(out, cand_df, retr_df, dict(fingerprint=fingerprint, loads=loads_df, exact=exact_df,
                                             embedding=embedding_stats, spot=spot_df, stages=stages_df))
     return Collected(corpora, tuple(backends), tuple(modes), max_limit, cand_df, retr_df, query_table(corpora),
-                     loads_df, exact_df, embedding_stats, spot_df, stages_df, server_peak)
+                     loads_df, exact_df, embedding_stats, spot_df, stages_df, server_peak, analyzer)
 
 
 def hit_key(hit) -> tuple:

@@ -103,11 +103,13 @@ class Databases:
             return database_url(self.server_url(), database)
         raise EvalError(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}")
 
-    async def open(self, backend: str, corpus: str, embedding: Any = None, ids: Any = None):
-        """A MemoryService on a new, empty database of ``backend`` for ``corpus``."""
+    async def open(self, backend: str, corpus: str, embedding: Any = None, ids: Any = None,
+                   analyzer: str | None = None):
+        """A MemoryService on a new, empty database of ``backend`` for ``corpus``, created
+        with ``analyzer`` (default: a new database's)."""
         target = self.target(backend, corpus)
         try:
-            return await pc.open(target, embedding=embedding, ids=ids)
+            return await pc.open(target, embedding=embedding, ids=ids, analyzer=analyzer)
         except BackendUnavailableError as exc:
             raise EvalError(f"cannot open the {backend} database for {corpus}: {exc}") from exc
 

@@ -7,6 +7,7 @@
     harness.summary("datasets/atlas-etl", backends=["sqlite"])   # just the summary table
     harness.run("datasets/atlas-etl", policy=pc.AdmissionPolicy(fts_min_coverage=0.4))
     harness.analyse(result.collected, grid=Grid(...), objective=Objective(bound=0.3))  # offline re-analysis
+    table, runs = harness.compare_analyzers("datasets/atlas-etl", ("v1", "v2"), out="results/analyzers")
 
 ``sweep`` = ``collect`` (databases and model: load, embed, retrieve once) + ``analyse``
 (offline: replay the grid, metrics, recommendation, cross-backend comparison; the
@@ -56,8 +57,8 @@ from .transfer import leave_one_out
 from .tables import abstention_frame, breakdown_frame, per_query_table, stats_frame, summary_frame
 
 __all__ = [
-    "SweepResult", "afit", "analyse", "arun", "asummary", "asweep", "available_modes", "fit", "resolve_datasets",
-    "run", "summary", "sweep",
+    "SweepResult", "acompare_analyzers", "afit", "analyse", "arun", "asummary", "asweep", "available_modes",
+    "compare_analyzers", "fit", "resolve_datasets", "run", "summary", "sweep",
 ]
 
 def available_modes() -> tuple[str, ...]:
@@ -401,6 +402,31 @@ def sweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Se
     """Sync ``asweep``."""
     return _sync(asweep(datasets, backends, modes, out, grid, objective, progress, write, folds, seed, style,
                         **collect_options))
+
+
+async def acompare_analyzers(datasets: Any = None, analyzers: Sequence[str] = ("v1", "v2"),
+                             out: str | Path | None = None, **sweep_options: Any) -> tuple[pd.DataFrame, dict]:
+    """Sweep the same corpora once per analyzer (run folders ``out/<analyzer>``) and put
+    the figures side by side (``out/analyzers.csv`` and ``.md``; ``analyzers.side_by_side``).
+    Returns the table and each analyzer's SweepResult."""
+    from . import analyzers as side
+    from .report import default_out
+
+    if len(set(analyzers)) < 2:
+        raise EvalError(f"compare at least two analyzers, got {list(analyzers)}")
+    out = Path(out) if out is not None else default_out()
+    results = {}
+    for name in analyzers:
+        results[name] = await asweep(datasets, out=out / name, analyzer=name, **sweep_options)
+    table = side.side_by_side(results)
+    side.write(table, list(analyzers), out)
+    return table, results
+
+
+def compare_analyzers(datasets: Any = None, analyzers: Sequence[str] = ("v1", "v2"), out: str | Path | None = None,
+                      **sweep_options: Any) -> tuple[pd.DataFrame, dict]:
+    """Sync ``acompare_analyzers``."""
+    return _sync(acompare_analyzers(datasets, analyzers, out, **sweep_options))
 
 
 async def afit(datasets: Any, family: str | Sequence[str] | None = None, backends: Sequence[str] = ("sqlite",),

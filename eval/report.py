@@ -92,6 +92,7 @@ def summary_json(result: Any) -> dict:
                      for x in c.corpora],
         "backends": list(c.backends),
         "modes": list(c.modes),
+        "analyzer": c.analyzer,
         "grid": {**result.grid.as_dict(), "points": {m: result.grid.size(m) for m in c.modes}},
         "objective": {**result.objective.__dict__, "statement": result.objective.describe()},
         "initial": {"fts_min_terms": INITIAL.fts_min_terms, "fts_min_coverage": INITIAL.fts_min_coverage,

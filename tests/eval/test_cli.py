@@ -211,3 +211,47 @@ async def test_sync_api_works_inside_a_running_event_loop():
 
     loop = _sync(where())  # we are inside pytest-asyncio's loop: must not asyncio.run here
     assert loop is not asyncio.get_running_loop() and loop is default_runner().loop
+
+
+STEMMED = [
+    {"id": "stm-0001", "memory": "repo", "kind": "fact", "state": "active",
+     "text": "Documentation changes follow the validation conventions of the docs site."},
+    {"id": "stm-0002", "memory": "repo", "kind": "fact", "state": "active",
+     "text": "Release builds are signed on the CI runner."},
+    {"id": "stm-0003", "memory": "repo", "kind": "fact", "state": "active",
+     "text": "The staging database is reset every night."},
+]
+STEMMED_QUERIES = [
+    {"id": f"stm-q{i:03d}", "text": text, "lang": "en", "memories": ["repo"], "tags": ["lexical"], "split": split}
+    for i, (text, split) in enumerate([
+        ("which convention applies when documenting", "dev"), ("validating documented conventions", "test"),
+        ("how is a release build signed", "dev"), ("when is the staging database reset", "test"),
+        ("which coffee does the team drink", "dev"), ("what is the office wifi password", "test"),
+    ], start=1)
+]
+STEMMED_QRELS = [("stm-q001", "stm-0001", 2), ("stm-q002", "stm-0001", 2), ("stm-q003", "stm-0002", 2),
+                 ("stm-q004", "stm-0003", 2)]
+
+
+def test_analyzers_cli_sweeps_once_per_analyzer_and_puts_the_figures_side_by_side(tmp_path, capsys):
+    """Only stemming matches "convention" to "conventions" and "documenting" to
+    "Documentation": v2 answers what v1 cannot, and the table says so."""
+    corpus = write_corpus(tmp_path / "datasets" / "stemmed", STEMMED, STEMMED_QUERIES, STEMMED_QRELS)
+    out = tmp_path / "cmp"
+    assert main(["analyzers", "--dataset", str(corpus), "--backends", "sqlite", "--modes", "fts", "--out", str(out),
+                 "--no-progress", "--folds", "0", *SMALL]) == 0
+    printed = capsys.readouterr().out
+    assert "ndcg@10 v1" in printed and "ndcg@10 v2" in printed and "analyzers.md" in printed
+    for analyzer in ("v1", "v2"):
+        assert json.loads((out / analyzer / "summary.json").read_text())["analyzer"] == analyzer
+    table = pd.read_csv(out / "analyzers.csv")
+    row = table[(table["mode"] == "fts") & (table["policy"] == "initial")].iloc[0]
+    assert row["ndcg@10 v2"] > row["ndcg@10 v1"]
+    assert (out / "analyzers.md").read_text().count("| sqlite | fts |") >= 3
+
+
+def test_an_unknown_analyzer_is_refused_before_any_database(tiny, tmp_path, capsys):
+    assert main(["sweep", "--dataset", str(tiny), "--modes", "fts", "--no-progress", "--analyzer", "v9",
+                 "--out", str(tmp_path / "r")]) == 2
+    assert "v9" in capsys.readouterr().err
+    assert not (tmp_path / "r" / "db").exists()
