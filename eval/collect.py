@@ -33,7 +33,7 @@ from .sweep import INITIAL
 __all__ = ["Collected", "collect", "query_table", "vector_modes"]
 
 VECTOR_MODES = ("vector", "hybrid")
-CACHE_VERSION = 5  # 4: the admission families' signals are cached; 5: the portable full-text pool
+CACHE_VERSION = 6  # 4: the admission families' signals are cached; 6: the full-text pool order (pool_rank)
 SPOT_POLICIES = {"initial": INITIAL, "no-admission": NO_ADMISSION}
 SPOT_LIMIT = 8
 

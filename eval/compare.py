@@ -92,21 +92,29 @@ def metric_deltas(per_query: pd.DataFrame, a: str = "sqlite", b: str = "oceanbas
 
 
 def pool_agreement(candidates: pd.DataFrame, pool: int, a: str = "sqlite", b: str = "oceanbase") -> pd.DataFrame:
-    """Per (mode, channel, query): how the two candidate lists (first ``pool`` rows, what
-    a search at the default limit sees) relate."""
+    """Per (mode, channel, query): how the two candidate lists (the ``pool`` a search at
+    the default limit retrieves: ``admission.within_pool``) relate."""
     rows = []
-    lists: dict[tuple, list[tuple[str, float]]] = {}  # (backend, mode, channel, query) -> [(entry, signal)] by rank
+    # (backend, mode, channel, query) -> [(entry, signal, place)] by rank; place: the
+    # full-text pool order (pool_rank), else the position
+    lists: dict[tuple, list[tuple[str, float, float]]] = {}
     ordered = candidates[candidates["backend"].isin((a, b))].sort_values("rank", kind="stable")
     signal = np.where(ordered["channel"] == "fts", ordered["matched"].astype(float),
                       pd.to_numeric(ordered["cosine"], errors="coerce").astype(float))
-    for key, entry, value in zip(zip(ordered["backend"], ordered["mode"], ordered["channel"], ordered["query_id"]),
-                                 ordered["corpus_entry"], signal):
-        lists.setdefault(key, []).append((entry, value))
+    place = (pd.to_numeric(ordered["pool_rank"], errors="coerce").to_numpy(float) if "pool_rank" in ordered.columns
+             else np.full(len(ordered), np.nan))
+    for key, entry, value, at in zip(zip(ordered["backend"], ordered["mode"], ordered["channel"], ordered["query_id"]),
+                                     ordered["corpus_entry"], signal, place):
+        lists.setdefault(key, []).append((entry, value, at))
     keys = {(m, c, q) for (_, m, c, q) in lists}
+
+    def in_pool(rows: list[tuple[str, float, float]]) -> list[str]:  # as admission.within_pool
+        return [e for i, (e, _, at) in enumerate(rows) if (i if np.isnan(at) else at) < pool]
+
     for mode, channel, query in sorted(keys):
         ga, gb = lists.get((a, mode, channel, query), []), lists.get((b, mode, channel, query), [])
-        la, lb = [e for e, _ in ga[:pool]], [e for e, _ in gb[:pool]]
-        sig_a, sig_b = dict(ga[::-1]), dict(gb[::-1])  # an entry's first (best-ranked) row
+        la, lb = in_pool(ga), in_pool(gb)
+        sig_a, sig_b = {e: v for e, v, _ in ga[::-1]}, {e: v for e, v, _ in gb[::-1]}  # an entry's first (best-ranked) row
         shared = sig_a.keys() & sig_b.keys()
         va = np.array([sig_a[e] for e in shared], dtype=float)
         vb = np.array([sig_b[e] for e in shared], dtype=float)

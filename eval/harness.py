@@ -512,7 +512,8 @@ async def arun(datasets: Any = None, policy: AdmissionPolicy = INITIAL, backends
         for mode in modes:
             for q in collected.queries.itertuples():
                 rows_q = groups.get((backend, mode, q.query_id), empty)
-                channels = {name: cands[: policy.pool_size(limit)] for name, cands in channels_of(rows_q, mode).items()}
+                channels = {name: admission.within_pool(cands, policy.pool_size(limit))
+                            for name, cands in channels_of(rows_q, mode).items()}
                 hits = admission.fuse(channels, policy, limit)
                 corpus_of = dict(zip(zip(rows_q["memory_artifact_id"], rows_q["entry_id"]), rows_q["corpus_entry"]))
                 ids = [corpus_of[(h.memory_ref.artifact_id, h.entry_id)] for h in hits]

@@ -19,8 +19,10 @@ construction and by test (``tests/eval/test_sweep_equivalence.py`` checks it aga
   signal is never admitted (NaN compares false).
 * The whole-query gate reads the best signal of the pool a limit retrieves, so it is
   decided per pool.
-* A limit L sees only the first ``policy.pool_size(L)`` candidates of each channel
-  (what an online search with limit L retrieves); the cache holds a longer prefix.
+* A limit L sees only the candidates an online search with limit L retrieves
+  (``admission.within_pool``): the first ``policy.pool_size(L)`` by rank of the vector
+  channel, and the full-text candidates whose pool order is below it; the cache holds
+  a larger pool.
 * RRF: rank = 1-based position among a channel's admitted candidates (repeated rows
   count for the rank; a key contributes once, from its first admitted row), score =
   Σ 1/(k + rank) added in channel order fts, vector — the same float operations in
@@ -89,6 +91,9 @@ class Replay:
     ideal: np.ndarray  # [Q] IDCG@10
     slots: pd.DataFrame = field(repr=False)  # one row per (query, key slot): ids, text, kind, corpus entry
     _slot_rows: dict | None = field(default=None, repr=False)
+    # [Q, Cf] each fts candidate's place in the pool order (ChannelCandidate.pool_rank;
+    # its position where none was recorded): a pool of P holds the places below P.
+    PF: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, candidates: pd.DataFrame, queries: pd.DataFrame, qrels: Mapping[str, Mapping[str, int]],
@@ -110,6 +115,10 @@ class Replay:
         cv = int(vec["pos"].max()) + 1 if len(vec) else 0
         F = np.full((Q, cf), -1, dtype=np.int64)
         F[fts["qi"].to_numpy(), fts["pos"].to_numpy()] = fts["matched"].to_numpy(dtype=np.int64)
+        PF = np.full((Q, cf), np.iinfo(np.int64).max, dtype=np.int64)
+        place = (pd.to_numeric(fts["pool_rank"], errors="coerce") if "pool_rank" in fts.columns
+                 else pd.Series(np.nan, index=fts.index))
+        PF[fts["qi"].to_numpy(), fts["pos"].to_numpy()] = np.where(place.isna(), fts["pos"], place).astype(np.int64)
         V = np.full((Q, cv), np.nan, dtype=np.float64)
         V[vec["qi"].to_numpy(), vec["pos"].to_numpy()] = pd.to_numeric(vec["cosine"], errors="coerce").to_numpy(dtype=np.float64)
         Z = np.full((Q, cv), np.nan, dtype=np.float64)
@@ -140,7 +149,15 @@ class Replay:
         gain[slots["qi"].to_numpy(), slots["slot"].to_numpy()] = [grade.get(k, 0) for k in zip(slot_q, slots["corpus_entry"])]
         n_rel = np.array([sum(1 for g in qrels.get(q, {}).values() if g >= 1) for q in query_ids], dtype=np.int64)
         ideal = np.array([M.idcg(list(qrels.get(q, {}).values())) for q in query_ids], dtype=np.float64)
-        return cls(mode, query_ids, F, V, n_terms, Z, U, X, kf, kv, gain, n_rel, ideal, slots)
+        return cls(mode, query_ids, F, V, n_terms, Z, U, X, kf, kv, gain, n_rel, ideal, slots, PF=PF)
+
+    def _members(self, channel: str, pool: int) -> np.ndarray:
+        """[Q, C]: the cached candidates a search with ``pool`` retrieves — full-text by
+        pool order (``admission.within_pool``), vector by rank."""
+        if channel == "fts" and self.PF is not None:
+            return self.PF < pool
+        width = (self.F if channel == "fts" else self.V).shape[1]
+        return np.broadcast_to(np.arange(width) < pool, (len(self.query_ids), width))
 
     def _slot(self, qi: int, s: int) -> _Slot:
         if self._slot_rows is None:
@@ -224,9 +241,8 @@ class Replay:
                     best[signal] = None  # the gate's channel was not retrieved: it does not apply
                 else:
                     if signal == "coverage":
-                        width = min(pool, self.F.shape[1])
-                        values = np.where(self.F[:, :width] >= 0,
-                                          self.F[:, :width] / np.maximum(self.n_terms, 1)[:, None], np.nan)
+                        values = np.where((self.F >= 0) & self._members("fts", pool),
+                                          self.F / np.maximum(self.n_terms, 1)[:, None], np.nan)
                         values = np.where(self.n_terms[:, None] > 0, values, np.where(np.isnan(values), np.nan, 0.0))
                     else:
                         width = min(pool, self.V.shape[1])
@@ -273,19 +289,19 @@ class Replay:
         admitted = np.zeros((R, S), dtype=bool)
         by_channel = {}
         for name, full, occurrences in (("fts", adm_f, self.kf), ("vector", adm_v, self.kv)):
-            width = min(pool, full.shape[1])
             slot_adm = np.zeros((R, S), dtype=bool)
-            if width == 0:
+            if full.shape[1] == 0:
                 by_channel[name] = slot_adm
                 continue
-            adm = full[:, :width]
+            member = self._members(name, pool)[q]
+            adm = full & member
             rank = np.cumsum(adm, axis=1)  # repeated rows count for the rank …
             with np.errstate(divide="ignore"):  # k = 0 at unadmitted rank-0 positions, never read
                 contrib = 1.0 / (k + rank)
             slot_score = np.zeros((R, S), dtype=np.float64)
             for occ in occurrences:  # … but only a key's first admitted row contributes
                 pos = occ[q]
-                inside = (pos >= 0) & (pos < width)
+                inside = pos >= 0
                 safe = np.where(inside, pos, 0)
                 hit = inside & np.take_along_axis(adm, safe, 1) & ~slot_adm
                 slot_score = np.where(hit, np.take_along_axis(contrib, safe, 1), slot_score)

@@ -401,6 +401,11 @@ class ChannelCandidate:
     script: str | None = None
     query_script: str | None = None
     covered: bool | None = None
+    # Full-text only: the candidate's place in the pool order (most distinct query terms
+    # matched, then fewest stored terms, then memory and entry id; 0 = first), which both
+    # databases compute alike. A search with a smaller pool holds the candidates whose
+    # pool_rank is below it (``admission.within_pool``), whatever their rank.
+    pool_rank: int | None = None
 
     def __repr__(self) -> str:  # lean: no token strings, no text dump
         signal = (f"{len(self.matched_terms)}/{self.query_term_count} terms" if self.channel == "fts"

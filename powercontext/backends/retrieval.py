@@ -26,27 +26,29 @@ from . import centroid
 from .rules import cosine_from_l2
 
 SEARCH_HEAD_RETRIES = 3
-# Full-text rows read per pool slot. FTS5's bm25 and OceanBase's MATCH score differ, so
+# Full-text rows read for a pool. FTS5's bm25 and OceanBase's MATCH score differ, so
 # their top ``pool`` rows differ once more rows match than the pool holds; the pool is
 # chosen from a deeper read by a rule both databases compute alike (fts_pool). Measured
 # on the bundled corpora (691 queries, Analyzer v2, pool 32): the databases' admitted
-# sets differ for 5 queries reading 1×, 2 at 2×, none at 3× or 4×.
+# sets differ for 5 queries reading 1× the pool, 2 at 2×, none at 3× or 4×. The depth
+# is the same for every pool up to FTS_MIN_DEPTH / FTS_OVERFETCH (64: limits up to 16),
+# so a smaller pool is exactly the first rows of a larger one in pool order — what lets
+# the harness replay every limit from one retrieval (admission.within_pool).
 FTS_OVERFETCH = 4
+FTS_MIN_DEPTH = 256
 
 
 def fts_fetch_size(pool: int) -> int:
     """How many full-text rows a search reads for a pool of ``pool``."""
-    return pool * FTS_OVERFETCH
+    return max(FTS_MIN_DEPTH, pool * FTS_OVERFETCH)
 
 
-def fts_pool(rows: list[tuple[Any, ...]], terms: tuple[str, ...], pool: int) -> list[tuple[Any, ...]]:
+def fts_pool(rows: list[tuple[Any, ...]], terms: tuple[str, ...], pool: int) -> list[tuple[tuple[Any, ...], int]]:
     """The full-text pool both databases agree on, from rows in the engine's order
     (``…, searchable_text`` at index 4): the ``pool`` rows matching the most distinct
     query terms, then the shortest (fewest stored tokens), then by (memory, entry).
     Admission counts matched terms, so this keeps every row it could admit while it
-    fits; the kept rows stay in the engine's relevance order (the channel's ranks)."""
-    if len(rows) <= pool:
-        return rows
+    fits. Returns (row, pool_rank) in the engine's relevance order (the channel's ranks)."""
     wanted = set(terms)
 
     def key(indexed: tuple[int, tuple[Any, ...]]) -> tuple[int, int, str, str]:
@@ -54,8 +56,9 @@ def fts_pool(rows: list[tuple[Any, ...]], terms: tuple[str, ...], pool: int) -> 
         tokens = row[4].split()
         return (-len(wanted.intersection(tokens)), len(tokens), row[0], row[1])
 
-    kept = sorted(i for i, _ in sorted(enumerate(rows), key=key)[:pool])
-    return [rows[i] for i in kept]
+    ranked = sorted(enumerate(rows), key=key)[:pool]
+    place = {i: r for r, (i, _) in enumerate(ranked)}
+    return [(rows[i], place[i]) for i in sorted(place)]
 
 
 class AuthoritativeRetrieval:
@@ -89,10 +92,13 @@ class AuthoritativeRetrieval:
             ids = [r.artifact_id for r in request.memories]
             self._check_stored_analyzer(tx)  # stored tokens and query terms from one analyzer
             raw: dict[str, list[tuple[Any, ...]]] = {}
+            pool_ranks: list[int] = []
             query_dot_centroid = None
             if "fts" in request.channels and request.terms:
                 rows = self._fts_query(tx, ids, request.terms, fts_fetch_size(request.pool))
-                raw["fts"] = fts_pool(rows, request.terms, request.pool)
+                pooled = fts_pool(rows, request.terms, request.pool)
+                raw["fts"] = [row for row, _ in pooled]
+                pool_ranks = [r for _, r in pooled]
             elif "fts" in request.channels:
                 raw["fts"] = []
             if "vector" in request.channels:
@@ -117,7 +123,8 @@ class AuthoritativeRetrieval:
             # manifest content re-check theirs).
             manifests = {r.artifact_id: self._cached_revision(tx, r, "root")
                          for r in request.memories}
-            channels = {name: self._authoritative(tx, name, rows, manifests, request, query_dot_centroid)
+            channels = {name: self._authoritative(tx, name, rows, manifests, request, query_dot_centroid,
+                                                  pool_ranks if name == "fts" else None)
                         for name, rows in raw.items()}
             # The head must not have moved while the channel queries ran (READ
             # COMMITTED databases see each statement's own snapshot).
@@ -126,7 +133,8 @@ class AuthoritativeRetrieval:
                 raise _HeadMoved(f"heads {heads} became {after}")
         return Retrieval(memories=request.memories, terms=request.terms, channels=channels)
 
-    def _authoritative(self, tx, channel, rows, manifests, request, query_dot_centroid=None) -> tuple[ChannelCandidate, ...]:
+    def _authoritative(self, tx, channel, rows, manifests, request, query_dot_centroid=None,
+                       pool_ranks=None) -> tuple[ChannelCandidate, ...]:
         """Keep only rows that the authoritative head manifest confirms: same entry,
         active, exact version, and a version row whose canonical bytes hash to the
         manifest's hash. Candidate text comes from the version row, not the index."""
@@ -134,7 +142,7 @@ class AuthoritativeRetrieval:
         versions = self._hashed_versions(tx, [row[2] for row in rows])
         out: list[ChannelCandidate] = []
         query_terms = set(request.terms)
-        for row in rows:
+        for index, row in enumerate(rows):
             # fts: (…, searchable_text); vector: (…, distance, searchable_text)
             memory_id, entry_id, version_id, content_hash, signal = row[:5]
             stored_tokens = (row[4] if channel == "fts" else row[5]).split()
@@ -169,7 +177,8 @@ class AuthoritativeRetrieval:
             if channel == "fts":
                 stored = set(stored_tokens)
                 matched = tuple(t for t in request.terms if t in stored and t in query_terms)
-                out.append(ChannelCandidate(**common, matched_terms=matched, query_term_count=len(request.terms)))
+                out.append(ChannelCandidate(**common, matched_terms=matched, query_term_count=len(request.terms),
+                                            pool_rank=pool_ranks[index]))
             else:
                 cosine = cosine_from_l2(float(signal))
                 profile = self.embedding_profile

@@ -337,6 +337,14 @@ def admit(
     }
 
 
+def within_pool(candidates: Sequence[ChannelCandidate], pool: int) -> tuple[ChannelCandidate, ...]:
+    """The candidates a search with ``pool`` retrieves, from a channel retrieved with a
+    pool at least as large (what a replay of smaller limits needs): full-text candidates
+    whose ``pool_rank`` is below ``pool``, the others by rank; order kept."""
+    return tuple(c for i, c in enumerate(candidates)
+                 if (c.pool_rank if c.pool_rank is not None else i) < pool)
+
+
 def is_hybrid(channels: Mapping[str, Sequence[ChannelCandidate]]) -> bool:
     return "fts" in channels and "vector" in channels
 

@@ -39,6 +39,9 @@ def synthetic(seed: int = 7, queries: int = 40):
                 picks = rng.sample(entries, rng.randint(0, 40))
                 if picks and rng.random() < 0.3:  # a backend repeating a row
                     picks.insert(rng.randrange(len(picks) + 1), rng.choice(picks))
+                # full-text pool order: a permutation unrelated to rank, so a smaller pool
+                # is not a prefix (backends/retrieval.fts_pool)
+                places = rng.sample(range(len(picks)), len(picks))
                 for rank, (art, ent, ver, cid) in enumerate(picks, start=1):
                     matched = rng.randint(0, n) if channel == "fts" else 0
                     # (no None cosine: admission.decide cannot format one; backends always set it)
@@ -54,7 +57,8 @@ def synthetic(seed: int = 7, queries: int = 40):
                         entry_content_hash="0" * 64, kind="fact", text=f"text of {ent}", corpus_entry=cid,
                         matched_terms=tuple(f"t{i}" for i in range(matched)), matched=matched, query_term_count=n,
                         coverage=matched / n if n else 0.0, cosine=cosine, centred=centred, script=script,
-                        query_script=query_script, covered=covered))
+                        query_script=query_script, covered=covered,
+                        pool_rank=places[rank - 1] if channel == "fts" else None))
     return pd.DataFrame(rows, columns=CANDIDATE_COLUMNS), pd.DataFrame(qrows), qrels
 
 
@@ -101,7 +105,7 @@ def test_replay_hits_equal_admission_fuse_for_random_policies(data, mode):
         offline = replay.hits(policy, limit)
         for qid in queries["query_id"]:
             channels = channels_of(by_query.get(qid, sub.iloc[0:0]), mode)
-            pool = {name: c[: policy.pool_size(limit)] for name, c in channels.items()}
+            pool = {name: admission.within_pool(c, policy.pool_size(limit)) for name, c in channels.items()}
             online = admission.fuse(pool, policy, limit)
             assert offline[qid] == online, (mode, qid, policy, limit)
             compared += 1

@@ -20,19 +20,27 @@ rows_strategy = st.lists(
 def test_the_pool_is_the_same_whatever_order_the_engine_returned(rows, order, pool):
     shuffled = list(rows)
     order.shuffle(shuffled)
-    assert {r[1] for r in fts_pool(rows, TERMS, pool)} == {r[1] for r in fts_pool(shuffled, TERMS, pool)}
+    ours, theirs = fts_pool(rows, TERMS, pool), fts_pool(shuffled, TERMS, pool)
+    assert {(r[1], place) for r, place in ours} == {(r[1], place) for r, place in theirs}
 
 
 @settings(max_examples=200, deadline=None)
 @given(rows=rows_strategy, pool=st.integers(1, 40))
 def test_the_pool_keeps_the_engine_order_and_the_rows_matching_most_terms(rows, pool):
-    kept = fts_pool(rows, TERMS, pool)
+    pooled = fts_pool(rows, TERMS, pool)
+    kept = [r for r, _ in pooled]
     assert len(kept) == min(pool, len(rows))
+    assert sorted(place for _, place in pooled) == list(range(len(kept)))
+    # a smaller pool is the first places of a larger one
+    smaller = {r[1] for r, _ in fts_pool(rows, TERMS, max(1, pool // 2))}
+    assert smaller == {r[1] for r, place in pooled if place < max(1, pool // 2)}
     assert kept == [r for r in rows if r in kept]  # the engine's relevance order stays the rank
     matched = lambda row: len(set(TERMS) & set(row[4].split()))  # noqa: E731
     if kept and len(rows) > len(kept):
         assert min(map(matched, kept)) >= max(matched(r) for r in rows if r not in kept)
 
 
-def test_a_search_reads_several_rows_per_pool_slot():
+def test_a_search_reads_several_rows_per_pool_slot_and_the_same_depth_for_the_harness_pools():
     assert fts_fetch_size(32) >= 3 * 32  # 3× was the least that made the bundled pools agree
+    # the harness retrieves pool_size(10) = 40 and replays pool 32: one depth for both
+    assert fts_fetch_size(32) == fts_fetch_size(40)
