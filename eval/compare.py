@@ -1,8 +1,10 @@
 """Cross-backend comparison: the same corpus, queries and policies on SQLite and
 OceanBase, compared query by query rather than averaged.
 
-* ``hit_agreement``: per query and named policy, the Jaccard of the two admitted sets,
-  rank-biased overlap (RBO, p = 0.9, normalised) of the two rankings, and whether they are equal.
+* ``admitted_agreement``: per query, whether a policy admits the same candidates on
+  both databases from the pool a search retrieves (before fusion cuts to the limit).
+* ``hit_agreement``: per query and named policy, the Jaccard of the two hit sets at the
+  limit, rank-biased overlap (RBO, p = 0.9, normalised) of the two rankings, and whether they are equal.
 * ``metric_deltas``: per mode and policy, mean metric on each backend, the delta
   (OceanBase − SQLite) and a paired randomization p-value.
 * ``pool_agreement``: per query and channel, how the retrieved candidate lists differ
@@ -22,9 +24,14 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .metrics import METRICS, paired_randomization_test
+from powercontext.memory import admission
+from powercontext.memory.admission import AdmissionPolicy
 
-__all__ = ["explain", "hit_agreement", "jaccard", "metric_deltas", "pool_agreement", "rbo", "vector_recall"]
+from .metrics import METRICS, paired_randomization_test
+from .retrieval import channels_of
+
+__all__ = ["admitted_agreement", "explain", "hit_agreement", "jaccard", "metric_deltas", "pool_agreement", "rbo",
+           "vector_recall"]
 
 
 def jaccard(a: Sequence[str], b: Sequence[str]) -> float:
@@ -50,6 +57,29 @@ def rbo(a: Sequence[str], b: Sequence[str], p: float = 0.9) -> float:
         total += weight * len(set(a[:d]) & set(b[:d])) / d
         norm += weight
     return float(total / norm)
+
+
+def admitted_agreement(candidates: pd.DataFrame, policy: AdmissionPolicy, limit: int = 8, a: str = "sqlite",
+                       b: str = "oceanbase", queries: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+    """Per (mode, query): the corpus entries ``policy`` admits on each database from the
+    pool a search with ``limit`` retrieves (``admission.admit`` over
+    ``admission.within_pool``), before RRF and the limit — the sets the two databases
+    must agree on (their engines' orders may still rank them differently). ``queries``:
+    (mode, query id) pairs to report even where neither database retrieved anything."""
+    pool = policy.pool_size(limit)
+    admitted: dict[tuple, frozenset] = {}
+    for (backend, mode, query), rows in candidates[candidates["backend"].isin((a, b))].groupby(
+            ["backend", "mode", "query_id"], sort=False):
+        channels = {name: admission.within_pool(c, pool) for name, c in channels_of(rows, mode).items()}
+        corpus_of = dict(zip(zip(rows["memory_artifact_id"], rows["entry_id"]), rows["corpus_entry"]))
+        admitted[(backend, mode, query)] = frozenset(
+            corpus_of[(c.memory_ref.artifact_id, c.entry_id)]
+            for chosen in admission.admit(channels, policy).values() for c in chosen)
+    out = []
+    for mode, query in sorted({(m, q) for _, m, q in admitted} | set(queries)):
+        sa, sb = admitted.get((a, mode, query), frozenset()), admitted.get((b, mode, query), frozenset())
+        out.append(dict(mode=mode, query_id=query, same=sa == sb, n_a=len(sa), n_b=len(sb)))
+    return pd.DataFrame(out, columns=["mode", "query_id", "same", "n_a", "n_b"])
 
 
 def hit_agreement(per_query: pd.DataFrame, a: str = "sqlite", b: str = "oceanbase") -> pd.DataFrame:
@@ -148,7 +178,8 @@ def vector_recall(candidates: pd.DataFrame, exact: pd.DataFrame, ks: Sequence[in
     return pd.DataFrame(rows)
 
 
-def explain(pools: pd.DataFrame, agreement: pd.DataFrame, recall: pd.DataFrame) -> list[str]:
+def explain(pools: pd.DataFrame, agreement: pd.DataFrame, recall: pd.DataFrame,
+            admitted: pd.DataFrame | None = None) -> list[str]:
     """Plain-language findings behind the cross-backend differences."""
     notes = []
     for (mode, channel), g in pools.groupby(["mode", "channel"]):
@@ -168,14 +199,20 @@ def explain(pools: pd.DataFrame, agreement: pd.DataFrame, recall: pd.DataFrame) 
             msg += f" Shared candidates carry DIFFERENT signals in {bad} queries — investigate."
         elif channel == "fts":
             msg += (" Every shared candidate has the same matched terms on both (one analyzer, one stored "
-                    "searchable_text), so FTS admission decisions agree candidate by candidate; only pool membership "
-                    "and order (BM25 in FTS5 vs OceanBase's natural-language relevance) can change admitted sets and RRF ranks.")
+                    "searchable_text), so FTS admission decisions agree candidate by candidate. The pool is chosen "
+                    "by a rule both databases compute alike (most matched terms first), so only the engines' order "
+                    "(BM25 in FTS5 vs OceanBase's natural-language relevance) differs: it moves RRF ranks, and with "
+                    "them which admitted candidates make the limit.")
         else:
             msg += " Shared candidates have the same cosine (±1e-4) on both: one cached vector per text."
         notes.append(msg)
+    if admitted is not None and len(admitted):
+        for mode, g in admitted.groupby("mode"):
+            notes.append(f"{mode}, default policy: the admitted candidates (before the limit) are identical on both "
+                         f"databases for {int(g['same'].sum())}/{len(g)} queries.")
     if not agreement.empty:
         for (mode, policy), g in agreement.groupby(["mode", "policy"]):
-            notes.append(f"{mode}, {policy}: admitted sets identical in {g['same_set'].mean():.0%} of queries, "
+            notes.append(f"{mode}, {policy}: hits at the limit identical as sets in {g['same_set'].mean():.0%} of queries, "
                          f"rankings identical in {g['identical'].mean():.0%}; mean Jaccard {g['jaccard'].mean():.3f}, "
                          f"mean RBO {g['rbo'].mean():.3f}.")
     for row in recall.itertuples():

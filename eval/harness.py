@@ -43,7 +43,7 @@ from powercontext.memory.admission import AdmissionPolicy
 
 from . import metrics as M
 from .collect import Collected, collect
-from .compare import explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
+from .compare import admitted_agreement, explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
 from .crossval import crossvalidate, fold_count, fold_groups, summarise
 from .databases import EvalError
 from .datasets import BUNDLED_ROOT, bundled, discover
@@ -251,11 +251,13 @@ def cross_backend(collected: Collected, per_query: pd.DataFrame) -> tuple[dict[s
         return {"vector_recall": recall}, explain(pd.DataFrame(columns=["mode", "channel"]), pd.DataFrame(), recall)
     pool = AdmissionPolicy().pool_size(8)
     pools = pool_agreement(collected.candidates, pool)
+    admitted = admitted_agreement(collected.candidates, AdmissionPolicy(), 8, queries=[
+        (mode, q) for mode in collected.modes for q in collected.queries["query_id"]])
     agreement = hit_agreement(per_query)
     deltas = metric_deltas(per_query)
     recall = vector_recall(collected.candidates, collected.exact, ks=(8, pool))
-    return ({"deltas": deltas, "agreement": agreement, "pools": pools, "vector_recall": recall},
-            explain(pools, agreement, recall))
+    return ({"deltas": deltas, "agreement": agreement, "admitted": admitted, "pools": pools, "vector_recall": recall},
+            explain(pools, agreement, recall, admitted))
 
 
 def _splits_table(collected: Collected, fold: np.ndarray | None) -> pd.DataFrame:

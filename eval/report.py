@@ -464,14 +464,17 @@ def section_cross(result: Any) -> Section:
     if "deltas" in cross:
         d = cross["deltas"]
         parts += ["<h3>Metric deltas (OceanBase − SQLite, all queries)</h3>", table(d[d["split"] == "all"], 4, what="deltas")]
+        if "admitted" in cross and len(cross["admitted"]):
+            adm = cross["admitted"].groupby("mode").agg(queries=("same", "size"), identical=("same", "sum")).reset_index()
+            parts += ["<h3>Admitted candidates of the default policy, before the limit</h3>", table(adm)]
         agg = cross["agreement"].groupby(["mode", "policy"]).agg(
             queries=("jaccard", "size"), jaccard=("jaccard", "mean"), rbo=("rbo", "mean"),
             same_set=("same_set", "mean"), identical=("identical", "mean")).reset_index()
-        parts += ["<h3>Agreement of admitted hits per query</h3>", table(agg)]
+        parts += ["<h3>Agreement of the hits at the limit per query</h3>", table(agg)]
         pools = cross["pools"].groupby(["mode", "channel"]).agg(
             queries=("jaccard", "size"), same_order=("same_order", "mean"), same_set=("same_set", "mean"),
             jaccard=("jaccard", "mean"), truncated=("truncated", "mean"), signals_equal=("signals_equal", "mean")).reset_index()
-        parts += ["<h3>Retrieved candidate pools (first pool_size(8) = 32 rows)</h3>", table(pools)]
+        parts += ["<h3>Retrieved candidate pools (the pool of limit 8: pool_size(8) = 32 candidates)</h3>", table(pools)]
     if "spot_check" in cross:
         spot = cross["spot_check"].groupby(["backend", "mode", "policy"]).agg(
             searches=("equal", "size"), identical=("equal", "sum")).reset_index()

@@ -68,6 +68,9 @@ def test_api_sweep_on_both_backends_in_every_mode(tiny, tmp_path, oceanbase_url,
     assert recall[("sqlite", 8)] == 1.0 and 0.9 <= recall[("oceanbase", 8)] <= 1.0
     deltas = result.cross["deltas"]
     assert set(deltas["mode"]) == {"fts", "vector", "hybrid"} and deltas["delta"].notna().any()
+    admitted = result.cross["admitted"]  # the default's admitted candidates, before the limit
+    assert len(admitted) == 3 * 16 and admitted["same"].all() and (admitted["n_a"] > 0).any()
+    assert any("admitted candidates (before the limit) are identical" in n for n in result.notes)
     assert len(result.abstention) and result.abstention["nauc"].notna().any()
     assert (result.timings["ratio"] > 0).all()
     no_adm = result.per_query[(result.per_query["policy"] == "no-admission") & (result.per_query["mode"] == "vector")]
