@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup test soak eval scale bench notebooks clean soak-runtime
+.PHONY: analyzers setup test soak eval scale bench notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -33,6 +33,11 @@ soak: $(STAMP)
 
 eval: $(STAMP)
 	$(PY) -m powercontext.eval sweep --all
+
+# Analyzer v1 (no stemming) and v2 (Snowball English stemming) swept side by side on the
+# bundled corpora, both databases: results/analyzers/analyzers.md (reports/thresholds/analyzers.md).
+analyzers: $(STAMP)
+	$(PY) -m powercontext.eval analyzers --all --out results/analyzers
 
 # A LoCoMo-sized corpus (6,000 entries, 500 queries) imported and swept on both databases; prints
 # wall time, peak memory and per-stage times (benchmarks/scale_bench.py). Not part of `make test`.
