@@ -38,15 +38,13 @@ def side_by_side(results: dict[str, Any]) -> pd.DataFrame:
             rows = pd.concat([rows, held.drop(columns=["family"])], ignore_index=True)
         frames.append(rows)
     long = pd.concat(frames, ignore_index=True)
-    wide = long.pivot_table(index=["backend", "mode", "policy", "split"], columns="analyzer",
-                            values=list(METRICS), aggfunc="first", dropna=False)
-    wide.columns = [f"{metric} {analyzer}" for metric, analyzer in wide.columns]
-    order = [f"{m} {a}" for m in METRICS for a in results if f"{m} {a}" in wide.columns]
-    wide = wide[order].reset_index()
-    labels = long.pivot_table(index=["backend", "mode", "policy", "split"], columns="analyzer", values="label",
-                              aggfunc="first")
-    labels.columns = [f"label {a}" for a in labels.columns]
-    return wide.merge(labels.reset_index(), on=["backend", "mode", "policy", "split"], how="left")
+    index = ["backend", "mode", "policy", "split"]
+    # unstack, not pivot_table: only the (backend, mode, policy, split) rows that exist
+    wide = long.drop_duplicates([*index, "analyzer"]).set_index([*index, "analyzer"])[[*METRICS, "label"]]
+    wide = wide.unstack("analyzer")
+    wide.columns = [f"{column} {analyzer}" for column, analyzer in wide.columns]
+    order = [f"{c} {a}" for c in (*METRICS, "label") for a in results if f"{c} {a}" in wide.columns]
+    return wide[order].reset_index().sort_values(index, kind="stable").reset_index(drop=True)
 
 
 def format_table(table: pd.DataFrame, analyzers: Sequence[str]) -> str:

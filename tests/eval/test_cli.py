@@ -248,6 +248,8 @@ def test_analyzers_cli_sweeps_once_per_analyzer_and_puts_the_figures_side_by_sid
     for analyzer in ("v1", "v2"):
         assert json.loads((out / analyzer / "summary.json").read_text())["analyzer"] == analyzer
     table = pd.read_csv(out / "analyzers.csv")
+    assert not table.duplicated(["backend", "mode", "policy"]).any()
+    assert table["ndcg@10 v1"].notna().all() and table["ndcg@10 v2"].notna().all()
     row = table[(table["mode"] == "fts") & (table["policy"] == "initial")].iloc[0]
     assert row["ndcg@10 v2"] > row["ndcg@10 v1"]
     assert (out / "analyzers.md").read_text().count("| sqlite | fts |") >= 3
