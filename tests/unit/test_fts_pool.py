@@ -44,3 +44,16 @@ def test_a_search_reads_several_rows_per_pool_slot_and_the_same_depth_for_the_ha
     assert fts_fetch_size(32) >= 3 * 32  # 3× was the least that made the bundled pools agree
     # the harness retrieves pool_size(10) = 40 and replays pool 32: one depth for both
     assert fts_fetch_size(32) == fts_fetch_size(40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(docs=st.lists(st.lists(st.sampled_from(WORDS + ("buil", "check-in", "u_6570", "b_6570_636e")), min_size=1,
+                              max_size=12), min_size=1, max_size=40),
+       terms=st.lists(st.sampled_from(WORDS + ("buil", "u_6570")), min_size=1, max_size=6, unique=True),
+       pool=st.integers(1, 40))
+def test_the_string_scan_ranks_as_the_token_sets_would(docs, terms, pool):
+    """Oracle: distinct query terms in the stored token set, then the token count."""
+    rows = [("mem_a", f"ent_{i:03d}", "v", "h", " ".join(d)) for i, d in enumerate(docs)]
+    oracle = sorted(rows, key=lambda r: (-len(set(terms) & set(r[4].split())), len(r[4].split()), r[0], r[1]))
+    expected = {r[1]: place for place, r in enumerate(oracle[:pool])}
+    assert {r[1]: place for r, place in fts_pool(rows, tuple(terms), pool)} == expected
