@@ -6,7 +6,10 @@ Objects that have a canonical JSON form say so with ``to_canonical()``; the hash
 
 from __future__ import annotations
 
+import bisect
 import json
+import operator
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
@@ -133,18 +136,92 @@ class MemoryManifestEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class _ManifestViews:
+    """What a commit asks of its base manifest, computed once per manifest object: a
+    one-entry commit to a 10k-entry Memory must not rescan the entries for them."""
+
+    strictly_sorted: bool  # entry ids strictly increasing: lookups may bisect
+    active_hashes: Counter  # entry_content_hash -> number of active entries holding it
+
+
+_ENTRY_ID = operator.attrgetter("entry_id")
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryManifest:
     entries: tuple[MemoryManifestEntry, ...] = ()
     format: str = MANIFEST_FORMAT
+    # Derived from the immutable entries (built lazily, or derived from the base's by
+    # with_items); never part of equality, repr or the canonical form.
+    _views: _ManifestViews | None = field(default=None, init=False, repr=False, compare=False)
+
+    def _derived(self) -> _ManifestViews:
+        views = self._views
+        if views is None:
+            ids = list(map(_ENTRY_ID, self.entries))
+            try:
+                ordered = all(map(operator.lt, ids, ids[1:]))
+            except TypeError:  # a non-string id: not a manifest a commit accepts anyway
+                ordered = False
+            hashes = Counter(e.entry_content_hash for e in self.entries if e.state == "active")
+            views = _ManifestViews(ordered, hashes)
+            object.__setattr__(self, "_views", views)  # a cache of a pure function: races are benign
+        return views
 
     def get(self, entry_id: str) -> MemoryManifestEntry | None:
+        if not isinstance(entry_id, str):
+            return None  # ids are strings: nothing else equals one
+        if self._derived().strictly_sorted:
+            i = bisect.bisect_left(self.entries, entry_id, key=_ENTRY_ID)
+            if i < len(self.entries) and self.entries[i].entry_id == entry_id:
+                return self.entries[i]
+            return None
         for item in self.entries:
             if item.entry_id == entry_id:
                 return item
         return None
 
+    def has_active_hash(self, entry_content_hash: str) -> bool:
+        """Whether an active entry holds this content (exact dedupe of new entries)."""
+        return self._derived().active_hashes.get(entry_content_hash, 0) > 0
+
+    def with_items(self, items) -> "MemoryManifest":
+        """This manifest with each of ``items`` in place of the entry with its id, or
+        inserted in entry_id order: the manifest of the next Revision. A sorted base is
+        spliced at the changed positions (bisect) and its views are updated by the
+        change, so the cost is the change plus copying pointers, not a re-sort of every
+        entry (tests/unit/test_manifest_views.py compares it with the full rebuild)."""
+        changed = {item.entry_id: item for item in items}
+        order = sorted(changed, key=canonical.utf8_key)
+        views = self._derived()
+        if not views.strictly_sorted:
+            merged = {e.entry_id: e for e in self.entries}
+            merged.update(changed)
+            return MemoryManifest(tuple(merged[k] for k in sorted(merged, key=canonical.utf8_key)), self.format)
+        entries, out, start = self.entries, [], 0
+        hashes = views.active_hashes.copy()
+        for entry_id in order:
+            item = changed[entry_id]
+            pos = bisect.bisect_left(entries, entry_id, lo=start, key=_ENTRY_ID)
+            out.extend(entries[start:pos])
+            out.append(item)
+            start = pos
+            if pos < len(entries) and entries[pos].entry_id == entry_id:
+                old = entries[pos]
+                start = pos + 1
+                if old.state == "active":
+                    hashes[old.entry_content_hash] -= 1
+                    if not hashes[old.entry_content_hash]:
+                        del hashes[old.entry_content_hash]
+            if item.state == "active":
+                hashes[item.entry_content_hash] += 1
+        out.extend(entries[start:])
+        manifest = MemoryManifest(tuple(out), self.format)
+        object.__setattr__(manifest, "_views", _ManifestViews(True, hashes))
+        return manifest
+
     def by_id(self) -> dict[str, MemoryManifestEntry]:
-        return {item.entry_id: item for item in self.entries}
+        return dict(zip(map(_ENTRY_ID, self.entries), self.entries))
 
     @property
     def active(self) -> tuple[MemoryManifestEntry, ...]:

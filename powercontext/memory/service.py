@@ -256,8 +256,9 @@ class MemoryService:
         return await self._commit_entries(base, entries, op_sources, op_artifacts)
 
     async def _commit_entries(self, base, inputs, op_sources, op_artifacts) -> MemoryRevision | None:
-        base_items = {} if base is None else base.manifest.by_id()
-        active_hashes = {i.entry_content_hash for i in base_items.values() if i.state == "active"}
+        # The base manifest answers lookups by bisect and dedupe from views it keeps
+        # (model.py): nothing here walks every entry of a large Memory.
+        base_manifest = MemoryManifest() if base is None else base.manifest
         revised_ids = [i.entry.entry_id for i in inputs if isinstance(i, MemoryEntryInput) and i.entry is not None]
         predecessors = {} if base is None or not revised_ids else await self._predecessors(base, revised_ids)
         next_revision = 1 if base is None else base.revision + 1
@@ -267,7 +268,7 @@ class MemoryService:
         new_hashes: set[str] = set()
         versions: list[MemoryEntryVersion] = []
         changes: dict[str, MemoryChange] = {}
-        items = dict(base_items)
+        items: dict[str, MemoryManifestEntry] = {}  # the manifest items this commit changes
         for candidate in inputs:
             if not isinstance(candidate, MemoryEntryInput):
                 raise InvalidMemoryRequestError(f"entries must be MemoryEntryInput, got {type(candidate).__name__}")
@@ -281,7 +282,7 @@ class MemoryService:
             if candidate.entry is None:
                 content = entry_content(kind, text, cand_sources, cand_artifacts)
                 content_hash = canonical.entry_content_hash(content)
-                if content_hash in new_hashes or content_hash in active_hashes:
+                if content_hash in new_hashes or base_manifest.has_active_hash(content_hash):
                     continue  # exact duplicate: the first (or the existing) one stays
                 new_hashes.add(content_hash)
                 entry_id, previous, number = self.ids.entry_id(), None, 1
@@ -360,8 +361,10 @@ class MemoryService:
         return pred
 
     async def _commit(self, artifact_id, base, items, changes, versions, op_sources, op_artifacts) -> MemoryRevision:
+        """``items``: the manifest items this commit changes or adds, by entry id; every
+        other item of the base stays as it is (the same objects)."""
         content = MemoryContent(
-            manifest=MemoryManifest(tuple(items[k] for k in sorted(items, key=utf8_key))),
+            manifest=(MemoryManifest() if base is None else base.manifest).with_items(items.values()),
             changes=tuple(changes[k] for k in sorted(changes, key=utf8_key)),
         )
         plan = CommitPlan(
@@ -370,24 +373,24 @@ class MemoryService:
             content=content,
             lineage=RevisionLineage(sources=op_sources, artifacts=op_artifacts),
             new_versions=tuple(versions),
-            vectors=await self._vectors_for(artifact_id, content, versions, base),
+            vectors=await self._vectors_for(artifact_id, items, versions, base),
         )
         async with self.backend.begin() as uow:
             return await uow.commit(plan)
 
-    async def _vectors_for(self, artifact_id, content, versions, base) -> dict:
+    async def _vectors_for(self, artifact_id, items, versions, base) -> dict:
         """Embed every entry whose head projection this commit (re)writes — added,
         revised and reactivated entries — outside the transaction. A model that is
         unavailable yields no vectors: the commit stays FTS-only and the projection
         incomplete until rebuild_projections(). Invalid vectors refuse the write."""
         if self.embedding is None or self.backend.embedding_profile is None:
             return {}
-        base_items = {} if base is None else base.manifest.by_id()
+        # Only the changed items can enter the head (every other item is the base's own).
         entering = [
-            item for item in content.manifest.entries
-            if (old := base_items.get(item.entry_id)) is not item  # the base's own item: unchanged
-            and item.state == "active"
-            and (old is None or old.state != "active" or old.entry_version_id != item.entry_version_id)
+            item for entry_id, item in sorted(items.items(), key=lambda kv: utf8_key(kv[0]))
+            if item.state == "active"
+            and ((old := None if base is None else base.manifest.get(entry_id)) is None
+                 or old.state != "active" or old.entry_version_id != item.entry_version_id)
         ]
         if not entering:
             return {}
@@ -446,7 +449,7 @@ class MemoryService:
     async def _set_state(self, memory, entries, reason, target: str) -> MemoryRevision:
         base = await self._base(memory)
         reason = normalize_reason(reason)
-        items = base.manifest.by_id()
+        items: dict[str, MemoryManifestEntry] = {}  # the items this commit changes
         changes: dict[str, MemoryChange] = {}
         seen: set[str] = set()
         for entry in entries:
@@ -459,7 +462,7 @@ class MemoryService:
             if entry.entry_id in seen:
                 raise InvalidMemoryRequestError(f"entry {entry.entry_id!r} appears twice")
             seen.add(entry.entry_id)
-            item = items.get(entry.entry_id)
+            item = base.manifest.get(entry.entry_id)
             if item is None:
                 raise InvalidMemoryRequestError(f"entry {entry.entry_id!r} is not in {base.ref}")
             if item.entry_version_id != entry.entry_version_id or item.entry_content_hash != entry.entry_content_hash:
@@ -493,7 +496,7 @@ class MemoryService:
         reason 'dedupe'), then normalize references (revise with reason 'normalize')."""
         base = await self._base(memory)
         versions = await self.backend.load_versions(base.ref, [e.entry_id for e in base.manifest.active])
-        items = base.manifest.by_id()
+        items: dict[str, MemoryManifestEntry] = {}  # the items this commit changes
         changes: dict[str, MemoryChange] = {}
         new_versions: list[MemoryEntryVersion] = []
         deactivated: set[str] = set()
@@ -503,7 +506,7 @@ class MemoryService:
                 by_content.setdefault(canonical.canonical_bytes(version.content()), []).append(entry_id)
             for group in by_content.values():
                 for entry_id in sorted(group, key=utf8_key)[1:]:
-                    item = items[entry_id]
+                    item = base.manifest.get(entry_id)
                     items[entry_id] = MemoryManifestEntry(entry_id, item.entry_version_id, item.entry_content_hash, "inactive")
                     changes[entry_id] = MemoryChange("deactivate", entry_id, item.entry_version_id, None, "dedupe")
                     deactivated.add(entry_id)
