@@ -65,6 +65,8 @@ from .rules import (  # noqa: F401  (re-exported)
 )
 from . import centroid
 from .resilience import DriverErrors
+from .manifest_diff import diff as manifest_diff
+from .projections import ProjectionUpkeep
 from .revision_store import RevisionStore
 from .version_rows import VersionRows
 from .validation import CommitValidation
@@ -77,7 +79,7 @@ IN_LIST_SIZE = 1000
 # -------------------------------------------------------------------------- backend
 
 
-class DatabaseMemoryBackend(DriverErrors, RevisionStore, VersionRows, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
+class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, VersionRows, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
     """Async MemoryBackend over synchronous adapter primitives."""
 
     name: str = "database"
@@ -291,11 +293,21 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, VersionRows, VerifiedRe
         # Everything that needs only the plan happens before the write lock: SQLite
         # writers from other processes wait for exactly the SQL below, not for the
         # hashing and analyzing of a large batch.
+        # A cached base that passed these checks in this process, and a manifest that
+        # is that base changed at the recorded entries only (manifest_diff.py): then
+        # the checks, the encoding and the projection upkeep visit the changed entries,
+        # not the whole manifest. Anything else takes the full path.
+        pre_base = None if plan.base_revision is None else self.revision_cache.get(
+            ArtifactRef(plan.artifact_id, plan.base_revision))
+        diff = None
+        if pre_base is not None and pre_base.validated:
+            diff = manifest_diff(pre_base.revision.manifest.entries, plan.content.manifest.entries,
+                                 [c.entry_id for c in plan.content.changes])
         # The canonical text is built from the cached base's groups where they are
         # unchanged: a one-entry commit encodes one group, not the whole manifest.
-        encoded = self._encode_plan(plan)
+        encoded = self._encode_plan(plan, pre_base, diff)
         lineage_text = canonical.canonical_text(plan.lineage.to_canonical())
-        self._check_plan(plan)
+        self._check_plan(plan, diff)
         searchable = {v.entry_version_id: self.analyzer.searchable_text(v.text) for v in plan.new_versions}
         with self._transaction(write=True) as tx:
             self._check_stored_analyzer(tx)
@@ -313,7 +325,12 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, VersionRows, VerifiedRe
             cached_base = None if plan.base_revision is None else self._cached_revision(
                 tx, ArtifactRef(plan.artifact_id, plan.base_revision), "root")
             base = None if cached_base is None else cached_base.revision
-            self._validate_plan(tx, plan, base)
+            if diff is not None and cached_base is not pre_base:
+                # the cache moved on since (evicted, re-verified): check in full against
+                # what this transaction read
+                diff = None
+                self._check_plan(plan)
+            self._validate_plan(tx, plan, base, diff)
 
             try:
                 row = self._store_revision(tx, plan, encoded, MEMORY_FAMILY, lineage_text, cached_base)
@@ -331,71 +348,14 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, VersionRows, VerifiedRe
                 raise
             for version in plan.new_versions:
                 self._insert_version(tx, self._version_row(version))
-            self._apply_projections(tx, plan, base, searchable)
+            self._apply_projections(tx, plan, base, searchable, diff)
         self._invalidate_completeness(plan.artifact_id)
         ref = ArtifactRef(plan.artifact_id, next_revision)
         revision = MemoryRevision(ref=ref, content=plan.content, content_hash=encoded.content_hash, lineage=plan.lineage)
-        # committed: the next commit's base and reads start from the cache
-        self._remember_verified(ref, row, revision, encoded.layout)
+        # committed: the next commit's base and reads start from the cache, and its
+        # manifest passed every check of a commit (what lets the next one use a diff)
+        self._remember_verified(ref, row, revision, encoded.layout, validated=True)
         return revision
-
-    def _apply_projections(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None,
-                           searchable: Mapping[str, str]) -> None:
-        """Make memory_entry_heads (and its FTS/vector projections) mirror the active
-        entries of the new head. Inactive entries have no projection at all."""
-        base_items = {} if base is None else base.manifest.by_id()
-        sums = self._vector_sums_kept()
-        if sums:
-            # The vectors that leave the head (forgotten or replaced entries), read
-            # before their projection rows go: c̄'s sum loses exactly what they added.
-            leaving = [
-                item.entry_id for item in plan.content.manifest.entries
-                if (old := base_items.get(item.entry_id)) is not None and old is not item and old.state == "active"
-                and (item.state == "inactive" or old.entry_version_id != item.entry_version_id)
-            ]
-            delta = centroid.VectorSumDelta(self.embedding_profile.dimension)
-            for values in (self._projection_vectors(tx, plan.artifact_id, leaving) if leaving else {}).values():
-                delta.remove(values)
-            entering: list[str] = []
-        for item in plan.content.manifest.entries:
-            old = base_items.get(item.entry_id)
-            if old is item:
-                continue  # the base's own item: its projection (or its absence) stays
-            was_active = old is not None and old.state == "active"
-            if item.state == "inactive":
-                if was_active:
-                    self._delete_projection(tx, plan.artifact_id, item.entry_id)
-                continue
-            if was_active and old.entry_version_id == item.entry_version_id:
-                continue  # unchanged active entry: its projection stays
-            text = searchable.get(item.entry_version_id)
-            if text is None:  # reactivation restores the same version
-                version = self._versions(tx, [item.entry_version_id])[item.entry_version_id]
-                text = self.analyzer.searchable_text(version.text)
-            vector = plan.vectors.get(item.entry_version_id)
-            if sums and vector is not None:
-                entering.append(item.entry_id)
-            self._put_projection(
-                tx,
-                plan.artifact_id,
-                plan.next_revision,
-                item.entry_id,
-                item.entry_version_id,
-                item.entry_content_hash,
-                text,
-                vector,
-            )
-        if sums and entering:
-            # Added as read back from the database, like the removals above: a server
-            # that returns vectors in a rounded text form (OceanBase: 6 digits) then
-            # subtracts, later, exactly what it added here.
-            for values in self._projection_vectors(tx, plan.artifact_id, entering).values():
-                delta.add(values)
-        if sums and delta:
-            count, total = self._read_vector_sum(tx, plan.artifact_id)
-            self._write_vector_sum(tx, plan.artifact_id, *delta.applied_to(count, total))
-        # head_revision is the Revision that last wrote each row: rewriting it on every
-        # row of the Memory made each commit O(entries) in writes.
 
     # ---------------------------------------------------------------- rebuild
 

@@ -30,9 +30,12 @@ Encoding reuses the canonical text of every group that the base Revision already
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
+import operator
 import zlib
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Iterable, Mapping, Sequence
 
 from .. import canonical
@@ -66,6 +69,12 @@ class Group:
     text: str
     key: str
 
+    @cached_property
+    def nbytes(self) -> int:
+        """Approximate memory held (text + entry objects); a Group is shared by every
+        cached Revision that holds it, so this is computed once."""
+        return len(self.text) + 64 * len(self.entries) + 120
+
 
 @dataclass(frozen=True)
 class Layout:
@@ -74,6 +83,11 @@ class Layout:
     root: str
     groups: tuple[Group, ...]
     others: tuple[tuple[str, str], ...] = ()  # (key, text) of the head, tail and index chunks
+    # The manifest entries the groups cover (the very tuple) and the (leaf_target,
+    # leaf_cap) that cut them, when known: what lets the next commit regroup only
+    # around its changes (``_regroup``). None for a layout read back from storage.
+    entries: tuple[MemoryManifestEntry, ...] | None = None
+    sizes: tuple[int, int] | None = None
 
     def reusable(self) -> dict[str, Group]:
         """Groups by their first entry id (the caller compares the whole group: the
@@ -84,16 +98,49 @@ class Layout:
     @property
     def nbytes(self) -> int:
         """Approximate memory held (text + entry objects), for byte-bounded caches."""
-        return len(self.root) + sum(len(t) for _, t in self.others) + sum(len(g.text) + 64 * len(g.entries) + 120 for g in self.groups)
+        return len(self.root) + sum(len(t) for _, t in self.others) + sum(map(_NBYTES, self.groups))
+
+
+_NBYTES = operator.attrgetter("nbytes")
 
 
 @dataclass(frozen=True)
 class Encoded:
-    text: str
     content_hash: str
     root: str
-    chunks: Mapping[str, str]  # every chunk the root reaches: key -> text
     layout: Layout
+    head: str
+    tail: str
+    reused_from: Layout | None = None  # the base layout whose groups were reused
+    fresh: tuple[Group, ...] = ()  # the groups encoded here (the others are reused_from's)
+
+    @cached_property
+    def chunks(self) -> dict[str, str]:
+        """Every chunk the root reaches: key -> text."""
+        out = dict(self.layout.others)
+        out.update((g.key, g.text) for g in self.layout.groups)
+        return out
+
+    def new_chunks(self, known: Layout | None) -> dict[str, str]:
+        """The chunks a Revision stored on ``known`` must add: with the layout the
+        groups were reused from, its fresh groups and the small head, tail and index
+        chunks; otherwise whatever ``known`` does not reference."""
+        if known is not None and known is self.reused_from:
+            out = dict(self.layout.others)
+            out.update((g.key, g.text) for g in self.fresh)
+            return out
+        reachable = set() if known is None else set(known.root[len(ROOT_PREFIX):].split(" ")) | {g.key for g in known.groups}
+        return {k: t for k, t in self.chunks.items() if k not in reachable}
+
+    @cached_property
+    def text(self) -> str:
+        """The whole canonical text (reads compare it with what is stored; a commit
+        needs only the hash, so it is not built there)."""
+        return self.head + ",".join(g.text for g in self.layout.groups) + self.tail
+
+
+def _ends_group(entry: MemoryManifestEntry, target: int) -> bool:
+    return zlib.crc32(entry.entry_id.encode("utf-8")) % target == 0
 
 
 def _groups(entries: Sequence[MemoryManifestEntry], target: int, cap: int) -> list[tuple[MemoryManifestEntry, ...]]:
@@ -109,15 +156,67 @@ def _groups(entries: Sequence[MemoryManifestEntry], target: int, cap: int) -> li
     return out
 
 
-def _index(keys: Sequence[str], target: int, cap: int) -> list[list[str]]:
-    out, current = [], []
-    for k in keys:
-        current.append(k)
-        if len(current) >= cap or int(k[:8], 16) % target == 0:
-            out.append(current)
-            current = []
-    if current:
-        out.append(current)
+def _regroup(entries: tuple[MemoryManifestEntry, ...], base: Layout, placed, target: int, cap: int) -> list:
+    """The groups ``_groups(entries)`` would cut, reusing the base's Group objects
+    wherever they are unchanged. ``placed`` (manifest_diff) lists the changed or added
+    items by position; everything else equals the base entries, shifted by the added
+    ones before it.
+
+    Why this is exact: a group boundary depends only on the entries of its own group
+    (its last id's crc, or the cap counted from the group's start), so a base group
+    that lies wholly before the next change, and starts at a boundary, ends at the same
+    boundary. From the group holding a change the entries are cut afresh, until a cut
+    falls on a base group's start with no change left before it: from there on the
+    entries and therefore the cuts are the base's again. The base's last group may
+    have ended only because the entries did; it is reused only if it ended by the rule.
+    (tests/unit/test_manifest_regroup.py compares with ``_groups`` under hypothesis.)"""
+    groups = base.groups
+    starts = list(itertools.accumulate((len(g.entries) for g in groups), initial=0))
+    start_of = {s: j for j, s in enumerate(starts[:-1])}
+    last = groups[-1].entries if groups else ()
+    last_closed = bool(last) and (_ends_group(last[-1], target) or len(last) >= cap)
+    out: list = []
+    j = shift = k = 0
+    m, total = len(groups), len(entries)
+    while k < len(placed):
+        at = placed[k].position
+        while j < m and starts[j + 1] + shift <= at and (j < m - 1 or last_closed):
+            out.append(groups[j])
+            j += 1
+        start = i = starts[j] + shift
+        while True:
+            if i == total:
+                if start < i:
+                    out.append(entries[start:i])
+                k, j = len(placed), m
+                break
+            i += 1
+            if _ends_group(entries[i - 1], target) or i - start >= cap:
+                out.append(entries[start:i])
+                start = i
+                while k < len(placed) and placed[k].position < i:
+                    shift += placed[k].old is None
+                    k += 1
+                aligned = start_of.get(i - shift)
+                if aligned is not None:
+                    j = aligned
+                    break
+    out.extend(groups[j:])
+    return out
+
+
+def _index(keys: Sequence[str], target: int, cap: int) -> list[Sequence[str]]:
+    """Runs of group keys, each ending after a key whose first 32 bits are 0 mod
+    ``target`` or at ``cap`` keys (cut by slicing between boundaries: this runs on
+    every commit over every group key)."""
+    out, start = [], 0
+    for end in [i + 1 for i, k in enumerate(keys) if int(k[:8], 16) % target == 0] + [len(keys)]:
+        while end - start > cap:
+            out.append(keys[start:start + cap])
+            start += cap
+        if end > start:
+            out.append(keys[start:end])
+            start = end
     return out
 
 
@@ -130,36 +229,62 @@ def _tail(manifest: MemoryManifest, schema: str) -> str:
             + canonical.canonical_text(schema) + "}")
 
 
-def encode(content: MemoryContent, base: Layout | None = None, *, leaf_target: int = LEAF_TARGET,
+def _group(entries: tuple[MemoryManifestEntry, ...]) -> Group:
+    # one canonicalization per group: the array's text without its brackets
+    text = canonical.canonical_text([e.to_canonical() for e in entries])[1:-1]
+    return Group(entries, text, chunk_key(text))
+
+
+def encode(content: MemoryContent, base: Layout | None = None, *, diff=None, leaf_target: int = LEAF_TARGET,
            leaf_cap: int = LEAF_CAP, index_target: int = INDEX_TARGET, index_cap: int = INDEX_CAP) -> Encoded:
     """The canonical text, content hash and chunks of ``content``; groups that ``base``
-    already holds are reused as they are (their text is canonical already)."""
-    reuse = base.reusable() if base is not None else {}
+    already holds are reused as they are (their text is canonical already). With the
+    ``diff`` of this manifest against the very entries ``base`` was cut from, only the
+    groups around the changes are cut and encoded again (``_regroup``); the result is
+    the same either way."""
+    entries = content.manifest.entries
     head = _head(content.changes)
     tail = _tail(content.manifest, content.schema)
-    groups = []
-    for entries in _groups(content.manifest.entries, leaf_target, leaf_cap):
-        group = reuse.get(entries[0].entry_id)
-        if group is None or group.entries != entries:
-            # one canonicalization per group: the array's text without its brackets
-            text = canonical.canonical_text([e.to_canonical() for e in entries])[1:-1]
-            group = Group(entries, text, chunk_key(text))
-        groups.append(group)
-    text = head + ",".join(g.text for g in groups) + tail
-    data = text.encode("utf-8")
-    content_hash = canonical.sha256_hex(canonical.ARTIFACT_CONTENT_DOMAIN, data)
-    chunks = {chunk_key(head): head, chunk_key(tail): tail}
-    chunks.update((g.key, g.text) for g in groups)
+    sizes = (leaf_target, leaf_cap)
+    fresh = []
+    if (base is not None and diff is not None and base.sizes == sizes and base.entries is not None
+            and base.entries is diff.base and diff.entries is entries):
+        groups = _regroup(entries, base, diff.placed, leaf_target, leaf_cap)
+        for i, g in enumerate(groups):
+            if not isinstance(g, Group):
+                groups[i] = _group(g)
+                fresh.append(groups[i])
+    else:
+        reuse = base.reusable() if base is not None else {}
+        groups = []
+        for part in _groups(entries, leaf_target, leaf_cap):
+            group = reuse.get(part[0].entry_id)
+            if group is None or group.entries != part:
+                group = _group(part)
+                fresh.append(group)
+            groups.append(group)
+    # The hash of the whole canonical text, fed group by group: the 2 MB text of a
+    # 10k-entry manifest is never assembled on a commit (joining and encoding it cost
+    # twice the hashing). RFC: SHA-256 over the complete canonical bytes, unchanged.
+    digest = hashlib.sha256(canonical.ARTIFACT_CONTENT_DOMAIN)
+    digest.update(head.encode("utf-8"))
+    update, comma = digest.update, b","
+    for i, g in enumerate(groups):
+        if i:
+            update(comma)
+        update(g.text.encode("utf-8"))
+    digest.update(tail.encode("utf-8"))
+    content_hash = digest.hexdigest()
+    others = {chunk_key(head): head, chunk_key(tail): tail}
     index_keys = []
     for keys in _index([g.key for g in groups], index_target, index_cap):
         index_text = " ".join(keys)
         key = chunk_key(index_text)
-        chunks[key] = index_text
+        others[key] = index_text
         index_keys.append(key)
     root = ROOT_PREFIX + " ".join([chunk_key(head), chunk_key(tail), *index_keys])
-    group_keys = {g.key for g in groups}
-    others = tuple((k, t) for k, t in chunks.items() if k not in group_keys)
-    return Encoded(text, content_hash, root, chunks, Layout(root, tuple(groups), others))
+    layout = Layout(root, tuple(groups), tuple(others.items()), entries, sizes)
+    return Encoded(content_hash, root, layout, head, tail, base, tuple(fresh))
 
 
 Fetch = Callable[[list[str]], Mapping[str, str]]

@@ -37,6 +37,9 @@ class CachedRevision:
     revision: MemoryRevision
     layout: mc.Layout
     nbytes: int
+    # Its manifest passed every check of a commit (_check_plan) in this process: true
+    # for a Revision this backend committed, false for one read back from storage.
+    validated: bool = False
     _group_of: dict[str, int] | None = field(default=None, repr=False)
     _items: dict[str, Any] | None = field(default=None, repr=False)
 
@@ -122,22 +125,19 @@ class RevisionStore:
             layout = mc.Layout(stored_layout.root, tuple(groups), stored_layout.others)
         return self._remember_verified(ref, row, revision, layout)
 
-    def _remember_verified(self, ref, row, revision, layout) -> CachedRevision:
+    def _remember_verified(self, ref, row, revision, layout, validated: bool = False) -> CachedRevision:
         nbytes = layout.nbytes + len(row[2]) + ENTRY_OBJECT_BYTES * len(revision.manifest.entries)
-        cached = CachedRevision(row, revision, layout, nbytes)
+        cached = CachedRevision(row, revision, layout, nbytes, validated)
         self.revision_cache.put(ref, cached, nbytes)
         return cached
 
     # ---------------------------------------------------------------- writes
 
-    def _encode_plan(self, plan) -> mc.Encoded:
-        """Outside the write transaction: the canonical text and chunks of the new
-        content, reusing the canonical text of every group the cached base holds."""
-        base = None
-        if plan.base_revision is not None:
-            cached = self.revision_cache.get(ArtifactRef(plan.artifact_id, plan.base_revision))
-            base = None if cached is None else cached.layout
-        return mc.encode(plan.content, base, **self.chunk_sizes)
+    def _encode_plan(self, plan, cached: CachedRevision | None, diff=None) -> mc.Encoded:
+        """Outside the write transaction: the content hash and chunks of the new
+        content, reusing the canonical text of every group the cached base holds (and,
+        with the diff against it, cutting only the groups around the change)."""
+        return mc.encode(plan.content, None if cached is None else cached.layout, diff=diff, **self.chunk_sizes)
 
     chunk_sizes: dict[str, int] = {}
 
@@ -145,8 +145,7 @@ class RevisionStore:
                         base: CachedRevision | None) -> tuple[Any, ...]:
         """Insert the chunks the base does not already reference and the Revision row;
         return the row as stored (what later reads compare with)."""
-        known = set() if base is None else _reachable(base.layout, base.row[0])
-        new = {k: t for k, t in encoded.chunks.items() if k not in known}
+        new = encoded.new_chunks(None if base is None or not mc.is_chunked(base.row[0]) else base.layout)
         if new:
             self._insert_chunks(tx, new)
         row = (encoded.root, encoded.content_hash, lineage_text, lineage_hash(lineage_text))
@@ -212,9 +211,3 @@ class RevisionStore:
             layout = encoded.layout
         return len(todo)
 
-
-def _reachable(layout: mc.Layout, root: str) -> set[str]:
-    """Chunk keys a stored Revision already references (its root's keys and groups)."""
-    if not mc.is_chunked(root):
-        return set()
-    return set(root[len(mc.ROOT_PREFIX):].split(" ")) | {g.key for g in layout.groups}

@@ -28,6 +28,7 @@ from ..model import (
 
 
 
+from .manifest_diff import ManifestDiff
 from .plans import CommitPlan
 from .rules import normalize_reason, normalize_text, validate_kind, version_content_hash
 
@@ -44,13 +45,18 @@ class CommitValidation:
     large batch is CPU time nobody else should wait for); ``_validate_plan`` needs the
     base Revision and rows read inside the transaction."""
 
-    def _check_plan(self, plan: CommitPlan) -> None:
+    def _check_plan(self, plan: CommitPlan, diff: ManifestDiff | None = None) -> None:
         """Plan-intrinsic rules: manifest shape, ids, and each new version's own
-        content (hash, normalization, identity) — no database reads."""
+        content (hash, normalization, identity) — no database reads.
+
+        With ``diff`` (manifest_diff.py: the manifest is a base that passed these very
+        rules in this process, changed at the recorded entries only) the per-item rules
+        run over the changed items: every other item is equal to one that passed them,
+        and the diff proves the order. Without it, over every item."""
         content = plan.content
         if content.schema != MEMORY_SCHEMA or content.manifest.format != MANIFEST_FORMAT:
             raise InvalidMemoryRequestError("unknown MemoryContent schema or manifest format")
-        items = content.manifest.entries
+        items = content.manifest.entries if diff is None else [p.new for p in diff.placed]
         ids = [i.entry_id for i in items]
         if not canonical.all_valid_ids(ids) or not canonical.all_valid_ids([i.entry_version_id for i in items]):
             for item in items:  # name the first offender
@@ -58,7 +64,7 @@ class CommitValidation:
                     raise InvalidMemoryRequestError(f"invalid entry id or version id in manifest: {item.entry_id!r}")
         # valid ids are ASCII, whose str order is their UTF-8 order: one linear pass
         # (strictly increasing = sorted and unique) instead of a keyed sort
-        if not all(map(operator.lt, ids, ids[1:])):
+        if diff is None and not all(map(operator.lt, ids, ids[1:])):
             raise InvalidMemoryRequestError("manifest entries must be unique and sorted by UTF-8 entry_id")
         change_ids = [c.entry_id for c in content.changes]
         if change_ids != sorted(change_ids, key=canonical.utf8_key) or len(set(change_ids)) != len(change_ids):
@@ -70,21 +76,31 @@ class CommitValidation:
             for item in items:  # name the first offender
                 if item.state not in ("active", "inactive") or not canonical.is_sha256_hex(item.entry_content_hash):
                     raise InvalidMemoryRequestError(f"invalid manifest item for {item.entry_id!r}")
-        new_items = content.manifest.by_id()
+        item_of = content.manifest.by_id().get if diff is None else diff.item
         for v in plan.new_versions:
-            item = new_items.get(v.entry_id)
+            item = item_of(v.entry_id)
             if item is None or item.entry_version_id != v.entry_version_id:
                 raise InvalidMemoryRequestError(f"new version {v.entry_version_id!r} is not referenced by the manifest")
             self._check_new_version_content(v, plan, item)
 
-    def _validate_plan(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None) -> None:
+    def _validate_plan(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None,
+                       diff: ManifestDiff | None = None) -> None:
+        """With ``diff`` (against this very ``base``), the per-entry rules run over the
+        changed entries only: the diff proves that no entry left and that every other
+        entry equals the base's, for which the rules below expect no change and have
+        nothing to check."""
         content = plan.content
-        items = content.manifest.entries
-        base_items = {} if base is None else base.manifest.by_id()
-        new_items = content.manifest.by_id()
-        missing = set(base_items) - set(new_items)
-        if missing:
-            raise InvalidMemoryRequestError(f"entries cannot leave a manifest (deactivate them instead): {sorted(missing)}")
+        if diff is None:
+            base_items = {} if base is None else base.manifest.by_id()
+            new_items = content.manifest.by_id()
+            missing = set(base_items) - set(new_items)
+            if missing:
+                raise InvalidMemoryRequestError(f"entries cannot leave a manifest (deactivate them instead): {sorted(missing)}")
+            pairs = [(item, base_items.get(entry_id)) for entry_id, item in new_items.items()]
+            item_of, base_item = new_items.get, base_items.get
+        else:
+            pairs = [(p.new, p.old) for p in diff.placed]
+            item_of, base_item = diff.item, base.manifest.get
 
         new_versions = {v.entry_version_id: v for v in plan.new_versions}
         if len(new_versions) != len(plan.new_versions):
@@ -106,9 +122,10 @@ class CommitValidation:
         op_sources, op_artifacts = set(plan.lineage.sources), set(plan.lineage.artifacts)
 
         changes = {c.entry_id: c for c in content.changes}
-        predecessors = self._versions(tx, [base_items[v.entry_id].entry_version_id for v in plan.new_versions if v.entry_id in base_items])
-        for entry_id, item in new_items.items():
-            old = base_items.get(entry_id)
+        predecessors = self._versions(tx, [old.entry_version_id for v in plan.new_versions
+                                           if (old := base_item(v.entry_id)) is not None])
+        for item, old in pairs:
+            entry_id = item.entry_id
             if old is item and entry_id not in changes and item.entry_version_id not in new_versions:
                 # The base's own (already verified) item, unchanged and unchanged-for:
                 # what every entry but the changed few of a commit is (the service builds
@@ -141,12 +158,20 @@ class CommitValidation:
             elif version is not None:
                 raise InvalidMemoryRequestError(f"version {version.entry_version_id!r} is not introduced by a change")
         unused = [vid for vid, v in new_versions.items()
-                  if (item := new_items.get(v.entry_id)) is None or item.entry_version_id != vid]
+                  if (item := item_of(v.entry_id)) is None or item.entry_version_id != vid]
         if unused:
             raise InvalidMemoryRequestError(f"new versions not referenced by the manifest: {sorted(unused)}")
-        for entry_id in set(changes) - set(new_items):
-            raise InvalidMemoryRequestError(f"change for {entry_id!r}, which is not in the manifest")
-        self._validate_vectors(plan.vectors, {i.entry_version_id: i for i in content.manifest.active})
+        for entry_id in changes:  # a diff places every change; this names a stray one
+            if item_of(entry_id) is None:
+                raise InvalidMemoryRequestError(f"change for {entry_id!r}, which is not in the manifest")
+        active = None
+        if diff is not None:  # vectors are written for changed entries: look there first
+            active = {p.new.entry_version_id: p.new for p in diff.placed if p.new.state == "active"}
+            if not set(plan.vectors) <= set(active):
+                active = None
+        if active is None:
+            active = {i.entry_version_id: i for i in content.manifest.active}
+        self._validate_vectors(plan.vectors, active)
 
     def _validate_vectors(self, vectors: Mapping[str, tuple[str, tuple[float, ...]]], active: Mapping[str, Any]) -> None:
         """A vector may enter a projection only for an active head version, with the

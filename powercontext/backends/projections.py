@@ -1,0 +1,80 @@
+"""Projection upkeep of a commit: the head rows, full-text rows and vectors of the
+entries a commit changes, and the Memory's vector sum (c̄) (RFC 000: every Memory
+commit updates the full-text projection, and the vector projection when a model is
+configured, in the same transaction). Mixin of DatabaseMemoryBackend."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..model import MemoryRevision
+from . import centroid
+from .manifest_diff import ManifestDiff
+from .plans import CommitPlan
+
+
+class ProjectionUpkeep:
+    def _apply_projections(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None,
+                           searchable: Mapping[str, str], diff: ManifestDiff | None = None) -> None:
+        """Make memory_entry_heads (and its FTS/vector projections) mirror the active
+        entries of the new head. Inactive entries have no projection at all.
+
+        Only an item that differs from the base's can change a projection, so with the
+        commit's ``diff`` (manifest_diff.py) the changed items are all that is visited;
+        without one, every item is compared with the base's."""
+        if diff is not None:
+            pairs = [(p.new, p.old) for p in diff.placed]
+        else:
+            base_items = {} if base is None else base.manifest.by_id()
+            pairs = [(item, base_items.get(item.entry_id)) for item in plan.content.manifest.entries]
+        sums = self._vector_sums_kept()
+        if sums:
+            # The vectors that leave the head (forgotten or replaced entries), read
+            # before their projection rows go: c̄'s sum loses exactly what they added.
+            leaving = [
+                item.entry_id for item, old in pairs
+                if old is not None and old is not item and old.state == "active"
+                and (item.state == "inactive" or old.entry_version_id != item.entry_version_id)
+            ]
+            delta = centroid.VectorSumDelta(self.embedding_profile.dimension)
+            for values in (self._projection_vectors(tx, plan.artifact_id, leaving) if leaving else {}).values():
+                delta.remove(values)
+            entering: list[str] = []
+        for item, old in pairs:
+            if old is item:
+                continue  # the base's own item: its projection (or its absence) stays
+            was_active = old is not None and old.state == "active"
+            if item.state == "inactive":
+                if was_active:
+                    self._delete_projection(tx, plan.artifact_id, item.entry_id)
+                continue
+            if was_active and old.entry_version_id == item.entry_version_id:
+                continue  # unchanged active entry: its projection stays
+            text = searchable.get(item.entry_version_id)
+            if text is None:  # reactivation restores the same version
+                version = self._versions(tx, [item.entry_version_id])[item.entry_version_id]
+                text = self.analyzer.searchable_text(version.text)
+            vector = plan.vectors.get(item.entry_version_id)
+            if sums and vector is not None:
+                entering.append(item.entry_id)
+            self._put_projection(
+                tx,
+                plan.artifact_id,
+                plan.next_revision,
+                item.entry_id,
+                item.entry_version_id,
+                item.entry_content_hash,
+                text,
+                vector,
+            )
+        if sums and entering:
+            # Added as read back from the database, like the removals above: a server
+            # that returns vectors in a rounded text form (OceanBase: 6 digits) then
+            # subtracts, later, exactly what it added here.
+            for values in self._projection_vectors(tx, plan.artifact_id, entering).values():
+                delta.add(values)
+        if sums and delta:
+            count, total = self._read_vector_sum(tx, plan.artifact_id)
+            self._write_vector_sum(tx, plan.artifact_id, *delta.applied_to(count, total))
+        # head_revision is the Revision that last wrote each row: rewriting it on every
+        # row of the Memory made each commit O(entries) in writes.
