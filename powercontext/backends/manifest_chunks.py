@@ -71,9 +71,19 @@ class Group:
 
     @cached_property
     def nbytes(self) -> int:
-        """Approximate memory held (text + entry objects); a Group is shared by every
-        cached Revision that holds it, so this is computed once."""
-        return len(self.text) + 64 * len(self.entries) + 120
+        """Approximate memory held (text, its bytes and the entry objects); a Group is
+        shared by every cached Revision that holds it, so this is computed once."""
+        return 2 * len(self.text) + 64 * len(self.entries) + 160
+
+    @cached_property
+    def data(self) -> bytes:
+        """``,`` + the UTF-8 text: what the content hash is fed for every group after
+        the first, encoded once per Group instead of once per commit."""
+        return b"," + self.text.encode("utf-8")
+
+    @cached_property
+    def key_bits(self) -> int:
+        return int(self.key[:8], 16)
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,10 @@ class Layout:
 
 
 _NBYTES = operator.attrgetter("nbytes")
+_ENTRIES = operator.attrgetter("entries")
+_KEY = operator.attrgetter("key")
+_KEY_BITS = operator.attrgetter("key_bits")
+_DATA = operator.attrgetter("data")
 
 
 @dataclass(frozen=True)
@@ -171,8 +185,8 @@ def _regroup(entries: tuple[MemoryManifestEntry, ...], base: Layout, placed, tar
     have ended only because the entries did; it is reused only if it ended by the rule.
     (tests/unit/test_manifest_regroup.py compares with ``_groups`` under hypothesis.)"""
     groups = base.groups
-    starts = list(itertools.accumulate((len(g.entries) for g in groups), initial=0))
-    start_of = {s: j for j, s in enumerate(starts[:-1])}
+    starts = list(itertools.accumulate(map(len, map(_ENTRIES, groups)), initial=0))
+    start_of = dict(zip(starts, range(len(groups))))
     last = groups[-1].entries if groups else ()
     last_closed = bool(last) and (_ends_group(last[-1], target) or len(last) >= cap)
     out: list = []
@@ -205,12 +219,14 @@ def _regroup(entries: tuple[MemoryManifestEntry, ...], base: Layout, placed, tar
     return out
 
 
-def _index(keys: Sequence[str], target: int, cap: int) -> list[Sequence[str]]:
-    """Runs of group keys, each ending after a key whose first 32 bits are 0 mod
-    ``target`` or at ``cap`` keys (cut by slicing between boundaries: this runs on
-    every commit over every group key)."""
+def _index(keys: Sequence[str], target: int, cap: int, bits: Iterable[int] | None = None) -> list[Sequence[str]]:
+    """Runs of group keys, each ending after a key whose first 32 bits (``bits``, if
+    known) are 0 mod ``target`` or at ``cap`` keys (cut by slicing between boundaries:
+    this runs on every commit over every group key)."""
+    if bits is None:
+        bits = [int(k[:8], 16) for k in keys]
     out, start = [], 0
-    for end in [i + 1 for i, k in enumerate(keys) if int(k[:8], 16) % target == 0] + [len(keys)]:
+    for end in [i + 1 for i, b in enumerate(bits) if b % target == 0] + [len(keys)]:
         while end - start > cap:
             out.append(keys[start:start + cap])
             start += cap
@@ -268,16 +284,15 @@ def encode(content: MemoryContent, base: Layout | None = None, *, diff=None, lea
     # twice the hashing). RFC: SHA-256 over the complete canonical bytes, unchanged.
     digest = hashlib.sha256(canonical.ARTIFACT_CONTENT_DOMAIN)
     digest.update(head.encode("utf-8"))
-    update, comma = digest.update, b","
-    for i, g in enumerate(groups):
-        if i:
-            update(comma)
-        update(g.text.encode("utf-8"))
+    if groups:
+        digest.update(memoryview(groups[0].data)[1:])  # no comma before the first
+        for data in map(_DATA, groups[1:]):
+            digest.update(data)
     digest.update(tail.encode("utf-8"))
     content_hash = digest.hexdigest()
     others = {chunk_key(head): head, chunk_key(tail): tail}
     index_keys = []
-    for keys in _index([g.key for g in groups], index_target, index_cap):
+    for keys in _index(list(map(_KEY, groups)), index_target, index_cap, map(_KEY_BITS, groups)):
         index_text = " ".join(keys)
         key = chunk_key(index_text)
         others[key] = index_text
