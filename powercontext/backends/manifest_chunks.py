@@ -24,7 +24,11 @@ Rows written before chunking hold the canonical text itself (it starts with ``{`
 both forms read the same, and ``migrate`` in the adapters converts the old form.
 
 Encoding reuses the canonical text of every group that the base Revision already had
-(``Layout``), so a one-entry commit encodes one group, not the whole manifest.
+(``Layout``), so a one-entry commit encodes one group, not the whole manifest; given the
+commit's ``manifest_diff`` against the base it also cuts only the groups around the
+change (``_regroup``), and it feeds the content hash group by group without building
+the text. The hash itself still reads every byte: the RFC hashes the complete
+canonical text, whose first bytes are the Revision's own change list.
 """
 
 from __future__ import annotations
