@@ -76,7 +76,8 @@ async def test_the_write_lock_is_held_for_the_sql_alone(tmp_path, monkeypatch):
     monkeypatch.setattr(analyzer.Analyzer, "searchable_text", spy)
     checked_inside = []
     real_check = backend._check_plan
-    monkeypatch.setattr(backend, "_check_plan", lambda plan: (checked_inside.append(any(writing)), real_check(plan)))
+    monkeypatch.setattr(backend, "_check_plan",
+                        lambda plan, *diff: (checked_inside.append(any(writing)), real_check(plan, *diff)))
     await svc.remember(None, entries=tuple(E("fact", f"entry {i} " + "word " * 400) for i in range(50)))
     assert len(analyzed_inside) == 50 and not any(analyzed_inside)
     assert checked_inside == [False]
