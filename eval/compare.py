@@ -138,8 +138,9 @@ def pool_agreement(candidates: pd.DataFrame, pool: int, a: str = "sqlite", b: st
         lists.setdefault(key, []).append((entry, value, at))
     keys = {(m, c, q) for (_, m, c, q) in lists}
 
-    def in_pool(rows: list[tuple[str, float, float]]) -> list[str]:  # as admission.within_pool
-        return [e for i, (e, _, at) in enumerate(rows) if (i if np.isnan(at) else at) < pool]
+    def in_pool(rows: list[tuple[str, float, float]]) -> list[str]:
+        return [e for i, (e, _, at) in enumerate(rows)
+                if admission.in_pool(i, None if np.isnan(at) else int(at), pool)]
 
     for mode, channel, query in sorted(keys):
         ga, gb = lists.get((a, mode, channel, query), []), lists.get((b, mode, channel, query), [])

@@ -341,8 +341,13 @@ def within_pool(candidates: Sequence[ChannelCandidate], pool: int) -> tuple[Chan
     """The candidates a search with ``pool`` retrieves, from a channel retrieved with a
     pool at least as large (what a replay of smaller limits needs): full-text candidates
     whose ``pool_rank`` is below ``pool``, the others by rank; order kept."""
-    return tuple(c for i, c in enumerate(candidates)
-                 if (c.pool_rank if c.pool_rank is not None else i) < pool)
+    return tuple(c for i, c in enumerate(candidates) if in_pool(i, c.pool_rank, pool))
+
+
+def in_pool(position: int, pool_rank: int | None, pool: int) -> bool:
+    """Whether the candidate at 0-based ``position`` of its channel belongs to a pool
+    of ``pool``: by its full-text pool order where it has one, else by position."""
+    return (position if pool_rank is None else pool_rank) < pool
 
 
 def is_hybrid(channels: Mapping[str, Sequence[ChannelCandidate]]) -> bool:
