@@ -102,6 +102,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Versi
         self._init_revision_store()
         self._init_version_rows()
         self._init_verified_reads()
+        self._init_retrieval()
 
     # ---------------------------------------------------------------- async facade
 

