@@ -415,7 +415,9 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Versi
     def _check_stored_analyzer(self, tx: Any) -> None:
         """Inside a write: the database still uses the analyzer this handle analyzes
         with (another process may have migrated it since we opened it)."""
-        recorded = self._read_schema_value(tx, "analyzer")
+        self._check_analyzer_record(self._read_schema_value(tx, "analyzer"))
+
+    def _check_analyzer_record(self, recorded: str | None) -> None:
         if recorded != self.analyzer.version:
             check_analyzer(recorded, f"{self.name} database", None)
             raise AnalyzerMismatchError(
@@ -437,6 +439,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Versi
                 self._write_vector_sum(tx, artifact_id, *self._sum_from_scratch(tx, artifact_id))
                 done += 1
         self._write_schema_value(tx, "vector_sums", "1")
+        self._bump_projection_generation(tx)  # searches cache c̄ per head and generation
         return done
 
     def _sum_from_scratch(self, tx: Any, artifact_id: str) -> tuple[int, list[int]]:

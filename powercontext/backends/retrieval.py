@@ -71,6 +71,7 @@ class AuthoritativeRetrieval:
 
     def _init_retrieval(self) -> None:
         self.script_cache = ByteLRU(SCRIPT_CACHE_BYTES)
+        self._means: dict[tuple[tuple[ArtifactRef, ...], int], tuple[float, ...] | None] = {}
 
     def _retrieve_sync(self, request: RetrievalRequest) -> Retrieval:
         last_error: Exception | None = None
@@ -85,7 +86,7 @@ class AuthoritativeRetrieval:
         """The head check here is the search's only one (the service does not read the
         head first: one transaction per search)."""
         with self._transaction(write=False) as tx:
-            heads = self._read_heads(tx, [r.artifact_id for r in request.memories])
+            heads, schema = self._search_state(tx, [r.artifact_id for r in request.memories])
             for ref in request.memories:
                 head = heads.get(ref.artifact_id)
                 if head is None:
@@ -98,7 +99,8 @@ class AuthoritativeRetrieval:
                         f"{ref} is no longer the head (now Revision {head}); search the current head"
                     )
             ids = [r.artifact_id for r in request.memories]
-            self._check_stored_analyzer(tx)  # stored tokens and query terms from one analyzer
+            self._check_analyzer_record(schema.get("analyzer"))  # stored tokens and query terms from one analyzer
+            generation = int(schema.get("projection_generation") or 0)
             raw: dict[str, list[tuple[Any, ...]]] = {}
             pool_ranks: list[int] = []
             query_dot_centroid = None
@@ -114,14 +116,12 @@ class AuthoritativeRetrieval:
                     raise CapabilityNotSupportedError("vector retrieval needs a vector projection and a query vector")
                 check_vector(request.query_vector, self.embedding_profile)
                 for ref in request.memories:  # reconfirmed in the query transaction
-                    if not self._projection_present(tx, ref):
+                    if not self._projection_present(tx, ref, generation):
                         raise CapabilityNotSupportedError(
                             f"the vector projection of {ref} is incomplete; run rebuild_projections()"
                         )
                 raw["vector"] = self._vector_query(tx, ids, request.query_vector, request.pool)
-                # c̄ of exactly the heads confirmed above (its sums change in the
-                # transactions that move those heads).
-                mean = self._centroid(tx, ids)
+                mean = self._centroid_of(tx, request.memories, generation)
                 if mean is not None:
                     query_dot_centroid = centroid.dot(request.query_vector, mean)
             # The manifests are the verified head Revisions (cached; their root rows are
@@ -226,7 +226,22 @@ class AuthoritativeRetrieval:
                         self._completeness[ref] = complete
         return all(self._completeness[r] for r in refs)
 
-    def _projection_present(self, tx: Any, ref: ArtifactRef) -> bool:
+    def _centroid_of(self, tx: Any, refs: tuple[ArtifactRef, ...], generation: int) -> tuple[float, ...] | None:
+        """c̄ of exactly the heads confirmed in this transaction. Their sums change only
+        in transactions that move one of those heads or bump the projection generation
+        (a rebuild, the c̄ backfill), so it is read once per (heads, generation)."""
+        key = (refs, generation)
+        with self._completeness_lock:
+            if key in self._means:
+                return self._means[key]
+        mean = self._centroid(tx, [r.artifact_id for r in refs])
+        with self._completeness_lock:
+            if len(self._means) > 1024:
+                self._means.clear()
+            self._means[key] = mean
+        return mean
+
+    def _projection_present(self, tx: Any, ref: ArtifactRef, generation: int) -> bool:
         """The in-transaction reconfirmation, cheap enough for every search: no head
         row lacks its vector (NULL / anti-join predicates in SQL). The embedding-hash
         predicate is evaluated by ``_projection_complete`` once per head Revision (and
@@ -236,7 +251,7 @@ class AuthoritativeRetrieval:
         # Only a rebuild changes a projection without moving the head, and every rebuild
         # (in any process) bumps the projection generation in its own transaction: the
         # anti-join (O(entries): 8+ ms at 10k) runs once per head and generation.
-        key = (ref, self._projection_generation(tx))
+        key = (ref, generation)
         with self._completeness_lock:
             if key in self._present:
                 return True

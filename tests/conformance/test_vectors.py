@@ -125,6 +125,32 @@ async def test_a_warm_hybrid_search_is_one_round_trip(vsvc, docs, monkeypatch):
     assert hops == ["_vector_complete_sync", "_retrieve_sync"]
 
 
+async def test_a_warm_search_reads_c_bar_once_per_head_and_projection_generation(vsvc, docs, minilm, backend_name,
+                                                                                  monkeypatch):
+    # Issue 15: every statement is a round trip on OceanBase. A warm hybrid search reads
+    # the heads with the schema values it checks in one statement, and the vector sums
+    # behind c̄ once per (heads, projection generation). A rebuild in another handle
+    # bumps the generation, so the sums are read again there.
+    rev, _ = docs
+    query = "javascript dependencies, and who has to approve schema changes"
+    first = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW, explain=True)
+    reads = []
+    for name in ("_read_vector_sum", "_read_schema_value", "_projection_generation", "_read_heads", "_search_state"):
+        real = getattr(vsvc.backend, name)
+        monkeypatch.setattr(vsvc.backend, name, lambda *a, _n=name, _r=real: reads.append(_n) or _r(*a))
+    again = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW, explain=True)
+    assert again.hits == first.hits and again.decisions == first.decisions
+    assert reads == ["_search_state", "_read_heads"]  # the heads again after the channel queries
+    other = await pc.open(vsvc.backend.path if backend_name == "sqlite" else vsvc.backend.url, embedding=minilm)
+    try:
+        await other.rebuild_projections((rev,))
+    finally:
+        await other.close()
+    reads.clear()
+    rebuilt = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW, explain=True)
+    assert reads.count("_read_vector_sum") == 1 and rebuilt.hits == first.hits
+
+
 async def test_cosine_threshold_is_applied(vsvc, docs):
     rev, ids = docs
     res = await vsvc.search("who has to approve schema changes", memories=(rev,), mode="vector", explain=True,
