@@ -36,8 +36,9 @@ SEARCH_HEAD_RETRIES = 3
 # so a smaller pool is exactly the first rows of a larger one in pool order — what lets
 # the harness replay every limit from one retrieval (admission.within_pool).
 FTS_OVERFETCH = 4
-SCRIPT_CACHE_BYTES = 4 * 2**20
 FTS_MIN_DEPTH = 256
+# Candidates' scripts, keyed by their stored text (~200 bytes each at the bundled sizes).
+SCRIPT_CACHE_BYTES = 4 * 2**20
 
 
 def fts_fetch_size(pool: int) -> int:
@@ -229,7 +230,10 @@ class AuthoritativeRetrieval:
     def _centroid_of(self, tx: Any, refs: tuple[ArtifactRef, ...], generation: int) -> tuple[float, ...] | None:
         """c̄ of exactly the heads confirmed in this transaction. Their sums change only
         in transactions that move one of those heads or bump the projection generation
-        (a rebuild, the c̄ backfill), so it is read once per (heads, generation)."""
+        (a rebuild, the c̄ backfill), so it is read once per (heads, generation). A
+        value read while a head moved on is keyed by the old head, which no later
+        search can use (a search refuses a Revision that is not the head), and this
+        search retries."""
         key = (refs, generation)
         with self._completeness_lock:
             if key in self._means:
