@@ -13,15 +13,21 @@ from ..errors import ServerLimitError
 PACKET_MARGIN = 4096  # protocol header and statement framing around the SQL text
 
 
-def _wire_size(value: Any) -> int:
-    """Bytes a parameter takes in the statement (escaped text may double; that is
-    left to the margin)."""
-    if isinstance(value, bytes):
-        return 2 * len(value)
-    if isinstance(value, str):
-        return len(value) if value.isascii() else len(value.encode("utf-8"))
-    return 24
+# pymysql escapes these with a backslash (converters._escape_table): each adds a byte
+_ESCAPED = ("\\", "'", '"', "\n", "\r", "\0", "\x1a")
 
+
+def _wire_size(value: Any) -> int:
+    """Bytes a parameter takes in the statement pymysql sends: a string quoted, UTF-8
+    encoded and with every escaped character doubled (a JSON change list is ~12 %
+    quotes, so ignoring them let a 100k-entry commit past the check and into the
+    server's raw refusal); bytes as ``_binary X'hex'``."""
+    if isinstance(value, str):
+        size = len(value) if value.isascii() else len(value.encode("utf-8"))
+        return size + 2 + sum(map(value.count, _ESCAPED))
+    if isinstance(value, (bytes, bytearray)):
+        return 2 * len(value) + 11
+    return 24
 
 
 class PacketLimit:

@@ -11,7 +11,10 @@ import uuid
 import pytest
 
 import powercontext as pc
+from powercontext.backends import oceanbase_limits
 from powercontext.backends.seekdb import database_url, drop_database
+
+from ..support import sql
 
 E = pc.MemoryEntryInput
 
@@ -53,6 +56,51 @@ async def test_a_statement_over_max_allowed_packet_is_refused_naming_it(oceanbas
             await svc.remember(None, entries=(E("fact", "short"), E("fact", "y " * 4000)))
         svc.backend.max_allowed_packet = server_limit
         assert await svc.memories() == ()  # the whole commit rolled back
+    finally:
+        await svc.close()
+        drop_database(oceanbase_url, database)
+
+
+async def test_the_packet_estimate_counts_escaped_characters(oceanbase_url):
+    """pymysql sends a string quoted and escaped: a JSON change list is ~12 % quotes,
+    each sent as two bytes. An estimate of the raw length let a 100k-entry commit past
+    the check, and the server refused it with a raw 'packet bigger than
+    max_allowed_packet'. The estimate is checked against the exact bytes pymysql
+    builds, and a statement that is only over the limit once escaped is refused."""
+    database = "pc_" + uuid.uuid4().hex[:16]
+    svc = await pc.open(database_url(oceanbase_url, database))
+    try:
+        backend = svc.backend
+        values = ['{"a":"b","c":null}' * 50, "it's a \\path\\ \n\r\x00\x1a", "é ü 漢字 " * 30, b"\x00\xff" * 40, 7, None]
+        sql_text = "SELECT %s, %s, %s, %s, %s, %s"
+
+        def exact():
+            with backend._transaction(write=False) as tx:
+                return len(tx.mogrify(sql_text, values).encode("utf-8"))
+
+        wire = backend._executor.submit(exact).result()
+        checked = []
+        backend.max_allowed_packet = 10**9
+        real = oceanbase_limits.PACKET_MARGIN
+        try:
+            oceanbase_limits.PACKET_MARGIN = 0
+            for limit in range(wire - 40, wire + 100):
+                backend.max_allowed_packet = limit
+                try:
+                    backend._check_packet(sql_text, values)
+                    checked.append(limit)
+                except pc.ServerLimitError:
+                    pass
+        finally:
+            oceanbase_limits.PACKET_MARGIN = real
+        assert checked and min(checked) >= wire  # never lets through what the server would refuse
+        assert min(checked) - wire <= 64  # and close to it (placeholders, numbers and NULL are estimated)
+        # a Source under the limit by its length but over it once its quotes are escaped
+        backend.max_allowed_packet = 40_000
+        with pytest.raises(pc.ServerLimitError, match="max_allowed_packet"):
+            await svc.sources.persist(pc.ContentSource("src_quotes", '"' * 20_000))
+        with pytest.raises(pc.SourceNotFoundError):
+            await svc.sources.get("src_quotes")
     finally:
         await svc.close()
         drop_database(oceanbase_url, database)
