@@ -17,6 +17,11 @@ Revision row then stores only its *root*::
 
     chunks-v1 <head key> <tail key> <index key> <index key> …
 
+A head longer than ``HEAD_PIECE`` characters (a Revision of more than ~800 changes) is
+stored as consecutive pieces, ``<key>+<key>+…`` in the head's place: one change list
+is then never one value over the server's packet limit (a 100k-entry ``remember()``
+has a 16 MB change list; OceanBase's ``max_allowed_packet`` is 16 MB).
+
 Every chunk is stored once under ``sha256(domain ‖ text)``: a chunk whose text does not
 hash to its key is refused on read, and the reassembled text must still hash to the
 Revision's content hash (base.py), so altering any chunk or the root is detected.
@@ -55,6 +60,9 @@ LEAF_TARGET = 16
 LEAF_CAP = 64
 INDEX_TARGET = 64  # mean group keys per index chunk
 INDEX_CAP = 256
+# Characters per stored piece of the head (the change list): at most 512 KB in UTF-8,
+# 256 KB of it escaped, so every piece fits a 1 MB max_allowed_packet.
+HEAD_PIECE = 1 << 17
 _ENTRIES_OPEN = ',"manifest":{"entries":['
 _ENTRIES_CLOSE = '],"format":'
 
@@ -147,7 +155,7 @@ class Encoded:
             out = dict(self.layout.others)
             out.update((g.key, g.text) for g in self.fresh)
             return out
-        reachable = set() if known is None else set(known.root[len(ROOT_PREFIX):].split(" ")) | {g.key for g in known.groups}
+        reachable = set() if known is None else set(_root_tokens(known.root)) | {g.key for g in known.groups}
         return {k: t for k, t in self.chunks.items() if k not in reachable}
 
     @cached_property
@@ -256,7 +264,8 @@ def _group(entries: tuple[MemoryManifestEntry, ...]) -> Group:
 
 
 def encode(content: MemoryContent, base: Layout | None = None, *, diff=None, leaf_target: int = LEAF_TARGET,
-           leaf_cap: int = LEAF_CAP, index_target: int = INDEX_TARGET, index_cap: int = INDEX_CAP) -> Encoded:
+           leaf_cap: int = LEAF_CAP, index_target: int = INDEX_TARGET, index_cap: int = INDEX_CAP,
+           head_piece: int = HEAD_PIECE) -> Encoded:
     """The canonical text, content hash and chunks of ``content``; groups that ``base``
     already holds are reused as they are (their text is canonical already). With the
     ``diff`` of this manifest against the very entries ``base`` was cut from, only the
@@ -294,14 +303,17 @@ def encode(content: MemoryContent, base: Layout | None = None, *, diff=None, lea
             digest.update(data)
     digest.update(tail.encode("utf-8"))
     content_hash = digest.hexdigest()
-    others = {chunk_key(head): head, chunk_key(tail): tail}
+    pieces = [head[i:i + head_piece] for i in range(0, len(head), head_piece)]
+    head_keys = [chunk_key(p) for p in pieces]
+    others = dict(zip(head_keys, pieces))
+    others[chunk_key(tail)] = tail
     index_keys = []
     for keys in _index(list(map(_KEY, groups)), index_target, index_cap, map(_KEY_BITS, groups)):
         index_text = " ".join(keys)
         key = chunk_key(index_text)
         others[key] = index_text
         index_keys.append(key)
-    root = ROOT_PREFIX + " ".join([chunk_key(head), chunk_key(tail), *index_keys])
+    root = ROOT_PREFIX + " ".join(["+".join(head_keys), chunk_key(tail), *index_keys])
     layout = Layout(root, tuple(groups), tuple(others.items()), entries, sizes)
     return Encoded(content_hash, root, layout, head, tail, base, tuple(fresh))
 
@@ -320,24 +332,31 @@ def _fetch_verified(fetch: Fetch, keys: list[str], where: str) -> dict[str, str]
     return got
 
 
-def _root_keys(root: str, where: str) -> list[str]:
+def _root_tokens(root: str) -> list[str]:
+    return root[len(ROOT_PREFIX):].replace("+", " ").split(" ")
+
+
+def _root_keys(root: str, where: str) -> tuple[list[str], str, list[str]]:
+    """(head piece keys, tail key, index keys) of a root."""
     keys = root[len(ROOT_PREFIX):].split(" ")
-    if len(keys) < 2 or any(len(k) != 64 for k in keys):
+    head = keys[0].split("+")
+    if len(keys) < 2 or any(len(k) != 64 for k in keys[1:] + head):
         raise InvalidCitationError(f"{where}: its chunk list is malformed (altered row)")
-    return keys
+    return head, keys[1], keys[2:]
 
 
-def head_key(root: str) -> str | None:
-    """The key of a chunked Revision's head chunk (its change list), if well-formed."""
-    key = root[len(ROOT_PREFIX):len(ROOT_PREFIX) + 64]
-    return key if len(key) == 64 else None
+def head_keys(root: str) -> list[str]:
+    """The keys of a chunked Revision's head pieces (its change list), if well-formed."""
+    keys = root[len(ROOT_PREFIX):].split(" ", 1)[0].split("+")
+    return keys if all(len(k) == 64 for k in keys) else []
 
 
 def read_changes(root: str, fetch: Fetch, where: str) -> tuple[MemoryChange, ...]:
     """The change list of a chunked Revision from its head chunk alone (hash-checked
     against its key): what ``changes()`` needs, without the manifest."""
-    head_key = _root_keys(root, where)[0]
-    head = _fetch_verified(fetch, [head_key], where)[head_key]
+    keys = _root_keys(root, where)[0]
+    got = _fetch_verified(fetch, keys, where)
+    head = "".join(got[k] for k in keys)
     if not head.startswith('{"changes":') or not head.endswith(_ENTRIES_OPEN):
         raise InvalidCitationError(f"{where}: its change list chunk is malformed (altered row)")
     try:
@@ -351,10 +370,10 @@ def decode(root: str, fetch: Fetch, where: str) -> tuple[str, Layout]:
     """Reassemble the exact stored text of a chunked Revision (every chunk checked
     against its key) and the layout of its groups. The caller still checks the text
     against the Revision's content hash and canonical form."""
-    head_key, tail_key, *index_keys = _root_keys(root, where)
+    head_keys_, tail_key, index_keys = _root_keys(root, where)
     indexes = _fetch_verified(fetch, index_keys, where)
     group_keys = [k for ik in index_keys for k in indexes[ik].split(" ") if k]
-    leaves = _fetch_verified(fetch, [head_key, tail_key, *group_keys], where)
+    leaves = _fetch_verified(fetch, [*head_keys_, tail_key, *group_keys], where)
     groups = []
     for key in group_keys:
         text = leaves[key]
@@ -363,6 +382,7 @@ def decode(root: str, fetch: Fetch, where: str) -> tuple[str, Layout]:
         except (ValueError, TypeError) as exc:
             raise InvalidCitationError(f"{where}: manifest chunk {key[:12]}… does not parse (altered row): {exc}"[:500]) from None
         groups.append(Group(entries, text, key))
-    text = leaves[head_key] + ",".join(g.text for g in groups) + leaves[tail_key]
-    others = ((head_key, leaves[head_key]), (tail_key, leaves[tail_key]), *((k, indexes[k]) for k in index_keys))
+    head = "".join(leaves[k] for k in head_keys_)
+    text = head + ",".join(g.text for g in groups) + leaves[tail_key]
+    others = (*((k, leaves[k]) for k in head_keys_), (tail_key, leaves[tail_key]), *((k, indexes[k]) for k in index_keys))
     return text, Layout(root, tuple(groups), tuple(dict(others).items()))

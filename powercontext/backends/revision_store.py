@@ -169,8 +169,8 @@ class RevisionStore:
             if lo > ref.revision:
                 raise InvalidMemoryRequestError(f"since_revision {since} is after the target Revision {ref.revision}")
             rows = self._read_revision_range(tx, ref.artifact_id, lo + 1, ref.revision)
-            heads = [mc.head_key(c) for _, c, _ in rows if mc.is_chunked(c)]
-            fetched = self._read_chunks(tx, [k for k in heads if k]) if heads else {}
+            heads = [k for _, c, _ in rows if mc.is_chunked(c) for k in mc.head_keys(c)]
+            fetched = self._read_chunks(tx, heads) if heads else {}
             out = []
             for revision, stored, content_hash in rows:
                 where = f"Revision {ref.artifact_id}@{revision}"

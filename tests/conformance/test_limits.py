@@ -61,6 +61,33 @@ async def test_a_statement_over_max_allowed_packet_is_refused_naming_it(oceanbas
         drop_database(oceanbase_url, database)
 
 
+async def test_a_long_change_list_is_stored_in_pieces_under_the_packet_limit(svc):
+    """A Revision's change list is one stored value per ``head_piece`` characters, not
+    one value for the whole batch: a 100k-entry remember() has a 16 MB change list,
+    which OceanBase's 16 MB max_allowed_packet refused. Here the pieces are forced small
+    and (on OceanBase) the packet limit is lowered below the whole change list."""
+    backend = svc.backend
+    backend.chunk_sizes = dict(head_piece=2_000)
+    entries = tuple(E("fact", f"fact {i} about the release checklist") for i in range(150))
+    if backend.name == "oceanbase":
+        server_limit = backend.max_allowed_packet
+        backend.max_allowed_packet = 20_000  # the change list of 150 entries is ~25 KB
+    try:
+        rev = await svc.remember(None, entries=entries)
+    finally:
+        if backend.name == "oceanbase":
+            backend.max_allowed_packet = server_limit
+    (root,) = (await sql(svc, "SELECT content FROM artifact_revisions"))[0]
+    assert root.count("+") >= len(rev.content.canonical_text().split(',"manifest"')[0]) // 2_000
+    target = backend.path if backend.name == "sqlite" else backend.url
+    async with await pc.open(target) as fresh:  # no cache: reassembled from the pieces
+        again = await fresh.revision(rev.ref)
+        assert again.content == rev.content and again.content_hash == rev.content_hash
+        assert [len(c.changes) for c in await fresh.changes(rev, since_revision=0)] == [150]
+        assert len(await fresh.entries(rev)) == 150
+        assert (await fresh.verify(rev)).ok
+
+
 async def test_the_packet_estimate_counts_escaped_characters(oceanbase_url):
     """pymysql sends a string quoted and escaped: a JSON change list is ~12 % quotes,
     each sent as two bytes. An estimate of the raw length let a 100k-entry commit past

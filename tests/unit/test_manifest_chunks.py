@@ -78,3 +78,42 @@ def test_an_altered_or_missing_chunk_is_refused(victim):
 def test_a_malformed_root_is_refused():
     with pytest.raises(InvalidCitationError, match="malformed"):
         mc.decode(mc.ROOT_PREFIX + "abc", lambda keys: {}, "Revision x@1")
+
+
+def test_a_long_change_list_is_stored_in_pieces():
+    """A head (change list) longer than ``head_piece`` characters is cut into pieces, so
+    a 100k-entry commit's 16 MB change list is never one value over a server's packet
+    limit; the pieces reassemble the exact bytes and each is checked against its key."""
+    changes = tuple(MemoryChange("add", f"mem_ent_{i:06d}", None, f"mem_ver_{i:06d}") for i in range(40))
+    c = MemoryContent(content(30).manifest, changes)
+    encoded = mc.encode(c, **SMALL, head_piece=500)
+    head_token = encoded.root[len(mc.ROOT_PREFIX):].split(" ")[0]
+    pieces = head_token.split("+")
+    assert len(pieces) == -(-len(encoded.head) // 500) > 1
+    assert all(len(encoded.chunks[k]) <= 500 for k in pieces)
+    assert "".join(encoded.chunks[k] for k in pieces) == encoded.head
+    assert (encoded.text, encoded.content_hash) == c.canonical()
+    text, _ = mc.decode(encoded.root, served(encoded), "Revision x@1")
+    assert text == encoded.text
+    assert mc.read_changes(encoded.root, served(encoded), "Revision x@1") == changes
+    assert mc.head_keys(encoded.root) == pieces
+    # a short head keeps the single-key root (rows stored before pieces read the same)
+    short = mc.encode(content(30), **SMALL, head_piece=500)
+    assert "+" not in short.root and len(mc.head_keys(short.root)) == 1
+    # every piece is checked: altered, missing, or the root's list tampered with
+    forged = dict(encoded.chunks)
+    forged[pieces[1]] = forged[pieces[1]].replace('"add"', '"revise"')
+    with pytest.raises(InvalidCitationError, match="does not hash to its key"):
+        mc.read_changes(encoded.root, lambda keys: {k: forged[k] for k in keys}, "Revision x@1")
+    del forged[pieces[1]]
+    with pytest.raises(InvalidCitationError, match="missing"):
+        mc.decode(encoded.root, lambda keys: {k: forged[k] for k in keys if k in forged}, "Revision x@1")
+    swapped = encoded.root.replace(head_token, "+".join([pieces[1], pieces[0], *pieces[2:]]))
+    with pytest.raises(InvalidCitationError):
+        mc.read_changes(swapped, served(encoded), "Revision x@1")
+    for bad in (head_token + "+", "+" + head_token, head_token.replace("+", "++", 1)):
+        with pytest.raises(InvalidCitationError, match="malformed"):
+            mc.decode(encoded.root.replace(head_token, bad), served(encoded), "Revision x@1")
+    # a one-entry commit on that base stores only its own (short) head, not the old pieces
+    again = mc.encode(MemoryContent(c.manifest, changes[:1]), encoded.layout, **SMALL, head_piece=500)
+    assert set(again.new_chunks(encoded.layout)).isdisjoint(pieces)
