@@ -261,6 +261,16 @@ class VerifiedReads:
             chains: dict[str, dict[str, MemoryEntryVersion]] = {}
             for v in versions.values():
                 chains.setdefault(v.entry_id, {})[v.entry_version_id] = v
+            # Every Revision that verified whole above serves the links of the versions it
+            # created, indexed once: re-reading it and scanning its change list per version
+            # made verify() of a 100k-entry remember() quadratic. A Revision that did not
+            # verify is left out, so each of its versions reports the failure itself.
+            creators = {v.created_in_revision for v in versions.values()}
+            created = {
+                (artifact_id, n): _Created(r, frozenset(i.entry_id for i in r.manifest.entries), r.manifest.by_id(),
+                                           {c.entry_id: c for c in r.changes})
+                for n, r in revisions.items() if n in creators
+            }
             for v in versions.values():  # link by link, so one bad row does not hide the next
                 chain = chains[v.entry_id]
                 try:
@@ -269,13 +279,21 @@ class VerifiedReads:
                             f"entry {v.entry_id!r} version {v.entry_version_id!r} names predecessor "
                             f"{v.previous_version_id!r}, which is not a version of this entry (altered row)"
                         )
-                    self._verify_one_link(tx, v, chain)
+                    self._verify_one_link(tx, v, chain, created)
                 except PowerContextError as exc:
                     issues.append(str(exc))
+            del created
+            # An unchanged item recurs in every later manifest: the same item against the
+            # same version row is hashed once (the check depends on nothing else).
+            matched: set[Any] = set()
             for number, revision in revisions.items():
                 for item in revision.manifest.entries:
+                    key = (item.entry_id, item.entry_version_id, item.entry_content_hash)
+                    if key in matched:
+                        continue
                     try:
                         self._check_version(versions.get(item.entry_version_id), revision.ref, item)
+                        matched.add(key)
                     except PowerContextError as exc:
                         issues.append(str(exc))
             sources = {ref for v in versions.values() for ref in v.sources}

@@ -131,3 +131,25 @@ async def test_the_packet_estimate_counts_escaped_characters(oceanbase_url):
     finally:
         await svc.close()
         drop_database(oceanbase_url, database)
+
+
+async def test_verify_reads_each_revision_once_not_once_per_version(svc, monkeypatch):
+    """verify() checked each version's link by re-reading the Revision that created it
+    and scanning its change list: for 100k versions of one remember(), 100k reads of a
+    100k-entry Revision and 5·10⁹ comparisons. Each Revision is now read once and its
+    changes indexed; an unchanged manifest item is hashed once, not once per Revision."""
+    from powercontext.backends import verification
+
+    rev = await svc.remember(None, entries=tuple(E("fact", f"fact {i} about the cache") for i in range(40)))
+    for i in range(3):
+        rev = await svc.remember(rev, entries=(E("fact", f"later fact {i}"),))
+    backend = svc.backend
+    reads, hashes = [], []
+    real_revision, real_hash = backend._revision, verification.version_content_hash
+    monkeypatch.setattr(backend, "_revision", lambda tx, ref, check="all": reads.append(ref) or real_revision(tx, ref, check))
+    monkeypatch.setattr(verification, "version_content_hash", lambda v: hashes.append(v) or real_hash(v))
+    backend._identity_cache.clear()
+    result = await svc.verify(rev)
+    assert result.ok and result.versions == 43 and result.revisions == 4
+    assert sorted(r.revision for r in reads) == [1, 2, 3, 4]
+    assert len(hashes) <= 2 * 43, len(hashes)  # one per link, one per distinct manifest item
