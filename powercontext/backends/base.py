@@ -404,10 +404,15 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Versi
         rebuilt: dict[str, int] = {}
         with self._transaction(write=True) as tx:
             self._check_stored_analyzer(tx)
-            for artifact_id, entry_id, version_id in self._head_rows(tx):
-                text = self._versions(tx, [version_id])[version_id].text
-                self._set_searchable_text(tx, artifact_id, entry_id, target.searchable_text(text))
-                rebuilt[artifact_id] = rebuilt.get(artifact_id, 0) + 1
+            rows = self._head_rows(tx)
+            step = max(1, int(self.in_list_size))
+            for start in range(0, len(rows), step):  # one read per in-list, not one per row
+                part = rows[start:start + step]
+                texts = self._versions(tx, [version_id for _, _, version_id in part])
+                for artifact_id, entry_id, version_id in part:
+                    text = texts[version_id].text
+                    self._set_searchable_text(tx, artifact_id, entry_id, target.searchable_text(text))
+                    rebuilt[artifact_id] = rebuilt.get(artifact_id, 0) + 1
             self._write_schema_value(tx, "analyzer", target.version)
         self.analyzer = target
         return rebuilt

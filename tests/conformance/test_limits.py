@@ -153,3 +153,19 @@ async def test_verify_reads_each_revision_once_not_once_per_version(svc, monkeyp
     assert result.ok and result.versions == 43 and result.revisions == 4
     assert sorted(r.revision for r in reads) == [1, 2, 3, 4]
     assert len(hashes) <= 2 * 43, len(hashes)  # one per link, one per distinct manifest item
+
+
+async def test_the_analyzer_migration_reads_versions_by_in_list(open_service, monkeypatch):
+    """The analyzer migration read each head row's version with its own statement: 100k
+    round trips for a 100k-entry Memory. It reads them one in-list at a time."""
+    svc = await open_service(analyzer="v1")
+    rev = await svc.remember(None, entries=tuple(E("fact", f"caching builds {i} times") for i in range(10)))
+    backend = svc.backend
+    monkeypatch.setattr(backend, "in_list_size", 3)
+    reads = []
+    real = backend._read_versions
+    monkeypatch.setattr(backend, "_read_versions", lambda tx, ids: reads.append(len(ids)) or real(tx, ids))
+    assert await svc.rebuild_projections(analyzer="v2") == {rev.artifact_id: 10}
+    assert reads == [3, 3, 3, 1]
+    hits = (await svc.search("cached build", memories=(rev,), mode="fts")).hits  # v2 stems both
+    assert len(hits) == 8 and (await svc.verify(rev)).ok
