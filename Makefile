@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: analyzers setup test soak eval scale bench notebooks clean soak-runtime
+.PHONY: analyzers setup test soak eval scale scale100k bench notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -52,6 +52,14 @@ scale: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/perf_bench.py --profile --explain
 	$(PY) benchmarks/sweep_bench.py
+
+# A 100,000-entry Memory on both databases (issue 15): one remember() of 100k entries with
+# (seeded) vectors, then every public MemoryService operation on it, each reported as ok /
+# typed error / raw error with its seconds and the peak RSS of this process and of seekdb
+# (benchmarks/scale100k_bench.py). Not part of `make test` or `make bench`: about an hour on
+# 2 cores (OceanBase ~40 min). SCALE_N=20000 for a shorter run.
+scale100k: $(STAMP)
+	$(PY) benchmarks/scale100k_bench.py
 
 # Re-execute the tutorial notebooks in place (outputs stored) after a deliberate change;
 # `make test` then checks them with strict nbval. No timing metadata, so reruns diff cleanly.
