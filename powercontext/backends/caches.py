@@ -3,8 +3,14 @@
 A cached Revision of a 10k-entry Memory holds megabytes; bounding such a cache by a count
 of items bounds nothing. Each item is put with its approximate size in bytes and the
 least recently used items go first when the total would exceed ``max_bytes``. An item
-larger than the whole budget is simply not kept. Thread-safe (the OceanBase adapter
-reads from several worker threads).
+larger than the whole budget is not kept — unless the cache is made with
+``keep_oversize=True`` (the revision cache): then the most recent such item is kept in
+a slot of its own, beside the budget (``replaces`` may keep the one there instead). A 100k-entry Memory's head Revision is ~95 MB
+here, over the 64 MB default: it was never cached, so every head read, commit and
+search re-verified the whole manifest (11 s each on OceanBase). The cache then holds at
+most ``max_bytes`` plus that one item, whose manifest objects the caller holds anyway.
+``max_bytes = 0`` still disables the cache. Thread-safe (the OceanBase adapter reads
+from several worker threads).
 
 Budgets: ``POWERCONTEXT_REVISION_CACHE_MB`` (default 64) and
 ``POWERCONTEXT_VERSION_CACHE_MB`` (default 16), or set ``max_bytes`` on a backend's
@@ -29,10 +35,15 @@ def budget_from_env(name: str, default_mb: float) -> int:
 
 
 class ByteLRU:
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, *, keep_oversize: bool = False,
+                 replaces: Callable[[Hashable, Hashable], bool] | None = None) -> None:
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
+        self.keep_oversize = keep_oversize
+        self._oversize: tuple[Hashable, Any, int] | None = None  # (key, value, nbytes)
+        # whether a new oversize key may take the slot from the one there (default: yes)
+        self._replaces = replaces or (lambda new, old: True)
         self.max_bytes = max_bytes
 
     @property
@@ -44,6 +55,8 @@ class ByteLRU:
         with self._lock:
             self._max_bytes = int(value)
             self._trim()
+            if self._max_bytes <= 0:
+                self._oversize = None
 
     def _trim(self) -> None:
         while self._bytes > self._max_bytes and self._items:
@@ -52,16 +65,22 @@ class ByteLRU:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of the items within the budget (the oversize slot: ``oversize_bytes``)."""
         return self._bytes
 
+    @property
+    def oversize_bytes(self) -> int:
+        return 0 if self._oversize is None else self._oversize[2]
+
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._items) + (self._oversize is not None)
 
     def get(self, key: Hashable) -> Any | None:
         with self._lock:
             item = self._items.get(key)
             if item is None:
-                return None
+                big = self._oversize
+                return big[1] if big is not None and big[0] == key else None
             self._items.move_to_end(key)
             return item[0]
 
@@ -70,7 +89,12 @@ class ByteLRU:
             old = self._items.pop(key, None)
             if old is not None:
                 self._bytes -= old[1]
+            if self._oversize is not None and self._oversize[0] == key:
+                self._oversize = None
             if nbytes > self._max_bytes:
+                if self.keep_oversize and self._max_bytes > 0 and (
+                        self._oversize is None or self._replaces(key, self._oversize[0])):
+                    self._oversize = (key, value, nbytes)
                 return
             self._items[key] = (value, nbytes)
             self._bytes += nbytes
@@ -80,8 +104,11 @@ class ByteLRU:
         with self._lock:
             for key in [k for k in self._items if predicate(k)]:
                 self._bytes -= self._items.pop(key)[1]
+            if self._oversize is not None and predicate(self._oversize[0]):
+                self._oversize = None
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
             self._bytes = 0
+            self._oversize = None

@@ -61,7 +61,12 @@ class RevisionStore:
     {key: text} and ``_insert_chunks(tx, {key: text})`` (insert-or-ignore)."""
 
     def _init_revision_store(self) -> None:
-        self.revision_cache = ByteLRU(budget_from_env("POWERCONTEXT_REVISION_CACHE_MB", 64))
+        # A Revision over the whole budget (a 100k-entry head) has a slot of its own
+        # (caches.py); an older Revision of the same Memory, read for history or identity
+        # checks, does not take it from a later one: the head stays.
+        self.revision_cache = ByteLRU(
+            budget_from_env("POWERCONTEXT_REVISION_CACHE_MB", 64), keep_oversize=True,
+            replaces=lambda new, old: new.artifact_id != old.artifact_id or new.revision >= old.revision)
 
     # ---------------------------------------------------------------- reads
 

@@ -169,3 +169,26 @@ async def test_the_analyzer_migration_reads_versions_by_in_list(open_service, mo
     assert reads == [3, 3, 3, 1]
     hits = (await svc.search("cached build", memories=(rev,), mode="fts")).hits  # v2 stems both
     assert len(hits) == 8 and (await svc.verify(rev)).ok
+
+
+async def test_a_head_larger_than_the_revision_cache_is_still_served_from_it(svc, monkeypatch):
+    """A 100k-entry head Revision (~95 MB) is over the 64 MB cache budget: it was never
+    kept, so every head(), commit and search re-verified the whole manifest (11 s each
+    on OceanBase at 100k). The budget is forced below one 50-entry Revision here."""
+    backend = svc.backend
+    monkeypatch.setattr(backend.revision_cache, "max_bytes", 1_000)
+    verified = []
+    real = backend._verify_revision
+    monkeypatch.setattr(backend, "_verify_revision", lambda tx, ref, row: verified.append(ref.revision) or real(tx, ref, row))
+    rev = await svc.remember(None, entries=tuple(E("fact", f"fact {i} about the build cache") for i in range(50)))
+    rev = await svc.remember(rev, entries=(E("fact", "one more fact about the build cache"),))
+    for _ in range(2):
+        assert (await svc.head(rev.artifact_id)).ref == rev.ref
+        assert (await svc.search("build cache", memories=(rev,), mode="fts")).hits
+    rev = await svc.remember(rev, entries=(E("fact", "and another"),))
+    assert verified == []  # every commit's base and every read of the head: from the cache
+    assert len(await svc.entries(rev)) == 52  # reads Revisions 1 and 2 (their versions' creators)
+    assert (await svc.search("build cache", memories=(rev,), mode="fts")).hits
+    assert (await svc.head(rev.artifact_id)).ref == rev.ref
+    assert sorted(verified) == [1, 2]  # the older ones did not push the head out
+    assert backend.revision_cache.nbytes <= 1_000 and backend.revision_cache.oversize_bytes > 1_000

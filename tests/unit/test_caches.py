@@ -26,3 +26,32 @@ def test_budget_from_env(monkeypatch):
     assert budget_from_env("PC_TEST_BUDGET_MB", 64) == int(2.5 * 2**20)
     monkeypatch.setenv("PC_TEST_BUDGET_MB", "lots")
     assert budget_from_env("PC_TEST_BUDGET_MB", 64) == 64 * 2**20
+
+
+def test_the_revision_cache_keeps_one_oversize_item_beside_its_budget():
+    """A 100k-entry Memory's head Revision (~95 MB) is over the 64 MB default budget: not
+    kept, every read of it re-verified the whole manifest. With keep_oversize the most
+    recent such item has a slot of its own; the budget still bounds everything else."""
+    cache = ByteLRU(100, keep_oversize=True)
+    cache.put("a", "A", 40)
+    cache.put("head", "H", 500)
+    assert cache.get("head") == "H" and cache.get("a") == "A"
+    assert cache.nbytes == 40 and cache.oversize_bytes == 500 and len(cache) == 2
+    for key in "bcd":  # small items come and go within the budget; the big one stays
+        cache.put(key, key.upper(), 40)
+    assert cache.get("head") == "H" and cache.nbytes <= 100
+    cache.put("head2", "H2", 300)  # only one oversize item: the newest
+    assert cache.get("head") is None and cache.get("head2") == "H2" and cache.oversize_bytes == 300
+    cache.put("head2", "small now", 10)  # re-put within the budget moves it
+    assert cache.get("head2") == "small now" and cache.oversize_bytes == 0
+    cache.put("head3", "H3", 300)
+    cache.discard_if(lambda k: k == "head3")
+    assert cache.get("head3") is None
+    cache.put("head3", "H3", 300)
+    cache.max_bytes = 0  # a zero budget disables the cache, oversize slot included
+    assert cache.get("head3") is None and len(cache) == 0
+    cache.put("head4", "H4", 300)
+    assert cache.get("head4") is None
+    plain = ByteLRU(100)  # the default (the version cache): an oversize item is not kept
+    plain.put("big", "B", 101)
+    assert plain.get("big") is None
