@@ -404,10 +404,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Versi
         rebuilt: dict[str, int] = {}
         with self._transaction(write=True) as tx:
             self._check_stored_analyzer(tx)
-            rows = self._head_rows(tx)
-            step = max(1, int(self.in_list_size))
-            for start in range(0, len(rows), step):  # one read per in-list, not one per row
-                part = rows[start:start + step]
+            for part in self._in_lists(self._head_rows(tx)):  # one read per in-list, not one per row
                 texts = self._versions(tx, [version_id for _, _, version_id in part])
                 for artifact_id, entry_id, version_id in part:
                     text = texts[version_id].text
