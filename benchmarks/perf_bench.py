@@ -16,7 +16,11 @@ Per backend and size N:
    vector query in one read transaction on the backend's own connection and worker
    thread — for hybrid and fts. Ratio = search / raw.
 3. Append: a one-entry ``remember()`` (with its vector) repeated ``--appends`` times: p50 latency and the bytes the revision
-   storage grew by per Revision (logical bytes of every revision/manifest table).
+   storage grew by per Revision (logical bytes of every revision/manifest table). For
+   every size above the smallest, a Memory of the smallest size is made in the same
+   database and the two are appended to in turn: the ratio of those p50s is the
+   append-vs-size figure (same load for both sizes; the separate figures are minutes
+   apart).
 4. ``changes(since_revision=0)`` over all those Revisions, and the memory that reading
    every Revision through ``svc.revision`` leaves allocated (what the revision cache
    holds; traced Python allocations).
@@ -221,6 +225,24 @@ async def appends(svc, rev, count):
     return head, p50(times), grown / count
 
 
+async def paired_appends(svc, small, large, count):
+    """One-entry remember() on a small and a large Memory of the same database, in
+    turn: the ratio of their p50s compares the two sizes under the same load (the
+    per-size append figures are taken minutes apart, and a 2-core machine's load moves
+    them more than the sizes do)."""
+    small = await svc.head(small.artifact_id)
+    large = await svc.head(large.artifact_id)
+    times = {"small": [], "large": []}
+    for i in range(count):
+        for name in ("small", "large"):
+            head = small if name == "small" else large
+            start = time.perf_counter()
+            head = await svc.remember(head, entries=(pc.MemoryEntryInput("fact", f"paired fact {i} for the {name} Memory"),))
+            times[name].append((time.perf_counter() - start) * 1000)
+            small, large = (head, large) if name == "small" else (small, head)
+    return p50(times["small"]), p50(times["large"]), large
+
+
 async def history(svc, head):
     start = time.perf_counter()
     changes = await svc.changes(head, since_revision=0)
@@ -337,6 +359,7 @@ async def main() -> None:
         url, server = ensure_server(Path(tempfile.gettempdir()) / "pc-bench-seekdb")
     work = Path(tempfile.mkdtemp(prefix="pc-bench-"))
     rows = []
+    paired = []
     profiles = []
     try:
         for n in sizes:
@@ -357,6 +380,13 @@ async def main() -> None:
                     print(f"EXPLAIN of the OceanBase full-text query, {n} entries, terms {terms}:")
                     print(explain_fts(svc.backend, rev.artifact_id, terms, svc.policy.pool_size(8)))
                 head, append_ms, bytes_per_rev = await appends(svc, rev, args.appends)
+                if n != min(sizes):
+                    small = await svc.remember(None, entries=tuple(
+                        pc.MemoryEntryInput("fact", t) for t in texts[:min(sizes)]))
+                    small_ms, large_ms, head = await paired_appends(svc, small, head, args.appends)
+                    paired.append((backend, n, small_ms, large_ms))
+                    print(f"{backend:<9} {n:>7}: append in turn with a {min(sizes):,}-entry Memory: "
+                          f"{large_ms:.1f} vs {small_ms:.1f} ms = {large_ms / small_ms:.2f}x", flush=True)
                 changes_s, nchanges, cache_mb = await history(svc, head)
                 await svc.close()
                 rows.append((backend, n, load_s, hybrid, fts, append_ms, bytes_per_rev, changes_s, nchanges, cache_mb))
@@ -393,6 +423,9 @@ async def main() -> None:
     for b in backends:
         if (b, min(sizes)) in append_by and (b, max(sizes)) in append_by and min(sizes) != max(sizes):
             print(f"{b}: append at {max(sizes):,} / at {min(sizes):,} = {append_by[(b, max(sizes))] / append_by[(b, min(sizes))]:.1f}×")
+    for b, n, small_ms, large_ms in paired:
+        print(f"{b}: append at {n:,} / at {min(sizes):,}, in turn in one database: "
+              f"{large_ms:.1f} / {small_ms:.1f} ms = {large_ms / small_ms:.2f}×")
     for backend, result in probes:
         print(f"one remember() of {args.limit_probe:,} entries on {backend}: {result}")
     print(f"peak RSS of this process: {peak_rss_mb():.0f} MB")
