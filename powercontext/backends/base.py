@@ -349,9 +349,10 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Versi
                 raise
             for version in plan.new_versions:
                 self._insert_version(tx, self._version_row(version))
-            self._apply_projections(tx, plan, base, searchable, diff)
-        self._invalidate_completeness(plan.artifact_id)
+            rows_vectored = self._apply_projections(tx, plan, base, searchable, diff)
         ref = ArtifactRef(plan.artifact_id, next_revision)
+        self._completeness_after_commit(
+            None if plan.base_revision is None else ArtifactRef(plan.artifact_id, plan.base_revision), ref, rows_vectored)
         revision = MemoryRevision(ref=ref, content=plan.content, content_hash=encoded.content_hash, lineage=plan.lineage)
         # committed: the next commit's base and reads start from the cache, and its
         # manifest passed every check of a commit (what lets the next one use a diff)

@@ -15,9 +15,10 @@ from .plans import CommitPlan
 
 class ProjectionUpkeep:
     def _apply_projections(self, tx: Any, plan: CommitPlan, base: MemoryRevision | None,
-                           searchable: Mapping[str, str], diff: ManifestDiff | None = None) -> None:
+                           searchable: Mapping[str, str], diff: ManifestDiff | None = None) -> bool:
         """Make memory_entry_heads (and its FTS/vector projections) mirror the active
-        entries of the new head. Inactive entries have no projection at all.
+        entries of the new head. Inactive entries have no projection at all. Returns
+        whether every row it wrote has a vector (each one checked by _validate_vectors).
 
         Only an item that differs from the base's can change a projection, so with the
         commit's ``diff`` (manifest_diff.py) the changed items are all that is visited;
@@ -40,6 +41,7 @@ class ProjectionUpkeep:
             for values in (self._projection_vectors(tx, plan.artifact_id, leaving) if leaving else {}).values():
                 delta.remove(values)
             entering: list[str] = []
+        every_row_vectored = True
         for item, old in pairs:
             if old is item:
                 continue  # the base's own item: its projection (or its absence) stays
@@ -55,6 +57,7 @@ class ProjectionUpkeep:
                 version = self._versions(tx, [item.entry_version_id])[item.entry_version_id]
                 text = self.analyzer.searchable_text(version.text)
             vector = plan.vectors.get(item.entry_version_id)
+            every_row_vectored = every_row_vectored and vector is not None
             if sums and vector is not None:
                 entering.append(item.entry_id)
             self._put_projection(
@@ -78,3 +81,4 @@ class ProjectionUpkeep:
             self._write_vector_sum(tx, plan.artifact_id, *delta.applied_to(count, total))
         # head_revision is the Revision that last wrote each row: rewriting it on every
         # row of the Memory made each commit O(entries) in writes.
+        return every_row_vectored

@@ -283,6 +283,28 @@ class AuthoritativeRetrieval:
             for content_hash, embedding_hash, has_vector in self._vector_rows(tx, artifact_id)
         )
 
+    def _completeness_after_commit(self, base: ArtifactRef | None, head: ArtifactRef, rows_vectored: bool) -> None:
+        """After this handle committed ``head`` on ``base``: if the base's vector
+        projection was known complete (or there was no base) and the commit wrote a
+        vector with every row it wrote (each carrying this profile's embedding hash of
+        its version: _validate_vectors), the new head is complete too: every other row
+        is the base's. The same holds for the base's "no row lacks a vector" per
+        projection generation (a generation that has moved on since is never asked
+        for again). Otherwise the next search checks in full, as for any head this
+        handle did not write. The full check reads and hashes every head row (0.25–0.5 s
+        at 10k entries on SQLite): without this the first search after every commit
+        paid it."""
+        with self._completeness_lock:
+            known = True if base is None else self._completeness.get(base)
+            generations = [g for r, g in self._present if r == base]
+        self._invalidate_completeness(head.artifact_id)
+        if not (rows_vectored and known and self.embedding_profile is not None and self._vector_supported_sync()):
+            return
+        with self._completeness_lock:
+            self._completeness[head] = True
+            for generation in generations:
+                self._present[(head, generation)] = True
+
     def _invalidate_completeness(self, artifact_id: str) -> None:
         with self._completeness_lock:
             for ref in [r for r in self._completeness if r.artifact_id == artifact_id]:
