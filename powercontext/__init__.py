@@ -21,6 +21,7 @@ from .errors import (
     NotHeadError,
     PatchMatchError,
     PowerContextError,
+    QueryTimeoutError,
     RevisionConflictError,
     ServerLimitError,
     SourceConflictError,
@@ -58,6 +59,6 @@ __all__ = [
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "ServerLimitError", "MemoryChange", "MemoryCitation",
     "MemoryEntryInput", "MemoryEntryNotFoundError", "MemoryEntryVersion", "MemoryHit",
     "MemoryRevision", "MemorySearchResult", "MemoryService", "NotHeadError", "PatchMatchError", "PowerContextError",
-    "RevisionConflictError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
+    "QueryTimeoutError", "RevisionConflictError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
     "AgentTurnSource", "GitChangeSource", "StructuredEntry", "StructuredSource", "TaskOutcomeSource", "Verification",
 ]

@@ -91,6 +91,21 @@ class BackendUnavailableError(PowerContextError):
     server restart, a lost connection): the same call may succeed later."""
 
 
+class QueryTimeoutError(BackendUnavailableError):
+    """A statement ran longer than the database server lets one statement run
+    (OceanBase's ``ob_query_timeout``). ``limit`` names the setting and ``value`` is
+    its value in the session (µs). The transaction was rolled back: nothing was
+    written. The arguments were valid (so not a ServerLimitError, which refuses a
+    request before anything runs) and the server is fine: the same call would do the
+    same work and time out again, so it is not retried and ``retryable`` is False.
+    Raise the limit on the server, or do the work in smaller calls."""
+
+    def __init__(self, message: str, limit: str, value: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.value = value
+
+
 class AnalyzerMismatchError(BackendUnavailableError):
     """The database's full-text projection was built by another analyzer version than
     the one asked for (or than this library knows). Its stored tokens would not match

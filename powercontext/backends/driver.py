@@ -28,7 +28,12 @@ _MYSQL_OPTION_MULTI_STATEMENTS_OFF = 1
 # and server codes a restarting OceanBase answers with (ER_SERVER_SHUTDOWN, ER_CON_COUNT,
 # OB_SERVER_IS_INIT / OB_SERVER_IS_STOPPING / OB_NOT_INIT / tenant not in server,
 # OB_TIMEOUT at login).
-LOST_CODES = {0, 2003, 2006, 2013, 2014, 2055, 1053, 1040, 4012, 4013, 4006, 4179, 5150, 4038, 4638}
+LOST_CODES = {0, 2003, 2006, 2013, 2014, 2055, 1053, 1040, 4013, 4006, 4179, 5150, 4038, 4638}
+# OB_TIMEOUT (4012) means "the server is still starting" only while logging in. After
+# that it is a statement that ran past ob_query_timeout: the connection is fine and the
+# transaction still open (measured on seekdb 4.3.5.3), and running the same work again
+# would time out again, so it must not be taken for a lost connection and retried.
+OB_TIMEOUT = 4012
 
 
 def database_identifier(name: object) -> str:
@@ -58,13 +63,21 @@ def connect(*, host: str | None = None, port: int | None = None, user: str = "ro
     return con
 
 
-def is_connection_lost(exc: BaseException) -> bool:
-    """True when ``exc`` means the connection (not the statement) failed."""
+def is_connection_lost(exc: BaseException, connecting: bool = False) -> bool:
+    """True when ``exc`` means the connection (not the statement) failed.
+    ``connecting``: ``exc`` was raised while logging in."""
     import pymysql
 
     if isinstance(exc, (pymysql.err.InterfaceError, ConnectionError, BrokenPipeError)):
         return True
     if isinstance(exc, pymysql.err.OperationalError):
         code = exc.args[0] if exc.args else 0
-        return code in LOST_CODES
+        return code in LOST_CODES or (connecting and code == OB_TIMEOUT)
     return False
+
+
+def is_query_timeout(exc: BaseException) -> bool:
+    """True when a statement ran past the session's ob_query_timeout."""
+    import pymysql
+
+    return isinstance(exc, pymysql.err.OperationalError) and bool(exc.args) and exc.args[0] == OB_TIMEOUT

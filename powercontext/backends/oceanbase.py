@@ -30,13 +30,14 @@ from ..errors import (
     ConnectionLostError,
     InvalidMemoryRequestError,
     PowerContextError,
+    QueryTimeoutError,
 )
 from ..model import EmbeddingProfile
 from ..redaction import redact
 from .. import analyzer as analyzer_module
 from . import centroid
 from .base import DatabaseMemoryBackend
-from .driver import DATABASE_NAME, connect, database_identifier, is_connection_lost
+from .driver import DATABASE_NAME, connect, database_identifier, is_connection_lost, is_query_timeout
 from .oceanbase_limits import PacketLimit
 from .portable import PortableSQL
 from .rules import lineage_hash, schema_records
@@ -209,7 +210,7 @@ class OceanBaseMemoryBackend(PacketLimit, PortableSQL, DatabaseMemoryBackend):
                 database=database, autocommit=True, connect_timeout=10,
             )
         except self._pymysql.err.MySQLError as exc:
-            error = ConnectionLostError if is_connection_lost(exc) else BackendUnavailableError
+            error = ConnectionLostError if is_connection_lost(exc, connecting=True) else BackendUnavailableError
             raise error(
                 f"cannot reach OceanBase at {p['host']}:{p['port']} as {p['user']!r}: {exc.args[-1]}. "
                 "Start one with `python -m powercontext.backends.seekdb start` or set POWERCONTEXT_OCEANBASE_URL"
@@ -285,6 +286,14 @@ class OceanBaseMemoryBackend(PacketLimit, PortableSQL, DatabaseMemoryBackend):
         return is_connection_lost(exc)
 
     def _driver_error(self, exc: BaseException) -> PowerContextError | None:
+        if is_query_timeout(exc):
+            # the server's text names the session's value: "…timeout: 60000000(us)…"
+            found = re.search(r"timeout: (\d+)", str(exc.args[-1]))
+            value = int(found.group(1)) if found else QUERY_TIMEOUT_US
+            return QueryTimeoutError(
+                f"a statement ran longer than the OceanBase session's ob_query_timeout ({value:,} µs) and was "
+                "stopped; the transaction was rolled back: nothing was written. Raise ob_query_timeout, "
+                "or do the work in smaller calls", "ob_query_timeout", value)
         if isinstance(exc, self._pymysql.err.MySQLError):
             return BackendUnavailableError(f"OceanBase refused the statement: {exc.args[-1] if exc.args else exc}"[:500])
         return None

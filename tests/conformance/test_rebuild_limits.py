@@ -1,0 +1,121 @@
+"""rebuild_projections() at scale (issue 15). A 100k-entry rebuild on OceanBase ran one
+statement past the server's 60 s ob_query_timeout; the server's error 4012 was taken
+for a lost connection and the whole rebuild was run twice. Here: a statement that
+times out is a typed error naming the limit, tried once, and rolls back; and no
+statement of a rebuild grows with the Memory (the slice size is forced small, so a
+few hundred entries show what 100k would do)."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+
+import pytest
+
+import powercontext as pc
+from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.canonical import SequentialIds
+
+from ..support import sql
+
+E = pc.MemoryEntryInput
+
+
+class RecordingCursor:
+    """The transaction's real cursor, recording (statement, bound values, rows) of each
+    call; ``after(cursor, statement)`` runs after each statement."""
+
+    def __init__(self, cursor, log, after=None):
+        object.__setattr__(self, "_cursor", cursor)
+        object.__setattr__(self, "_log", log)
+        object.__setattr__(self, "_after", after)
+
+    def execute(self, statement, params=()):
+        self._log.append((statement, tuple(params or ()), 1))
+        result = self._cursor.execute(statement, params)
+        if self._after is not None:
+            self._after(self._cursor, statement)
+        return result
+
+    def executemany(self, statement, rows):
+        rows = list(rows)
+        self._log.append((statement, (), len(rows)))
+        return self._cursor.executemany(statement, rows)
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
+
+    def __setattr__(self, name, value):  # pymysql's max_stmt_length
+        setattr(self._cursor, name, value)
+
+
+def record(monkeypatch, backend, log, after=None, only_in=None):
+    """Record the statements of every transaction (or only of those run inside the
+    backend method ``only_in``)."""
+    real = backend._transaction
+    inside = [only_in is None]
+
+    @contextlib.contextmanager
+    def recording(write):
+        with real(write) as tx:
+            yield RecordingCursor(tx, log, after) if inside[0] else tx
+
+    monkeypatch.setattr(backend, "_transaction", recording)
+    if only_in is not None:
+        method = getattr(backend, only_in)
+
+        def wrapped(*args):
+            inside[0] = True
+            try:
+                return method(*args)
+            finally:
+                inside[0] = False
+
+        wrapped.__name__ = only_in
+        monkeypatch.setattr(backend, only_in, wrapped)
+
+
+async def test_a_statement_past_ob_query_timeout_is_typed_names_the_limit_and_is_tried_once(oceanbase_url, monkeypatch):
+    database = "pc_" + uuid.uuid4().hex[:16]
+    url = database_url(oceanbase_url, database)
+    svc = await pc.open(url, ids=SequentialIds())
+    try:
+        rev = await svc.remember(None, entries=tuple(E("fact", f"fact {i} about the build cache") for i in range(40)))
+        query = dict(query="build cache", memories=(rev,), mode="fts")
+        before = [(h.entry_id, h.entry_version_id) for h in (await svc.search(**query)).hits]
+        backend = svc.backend
+        attempts = []
+        real_rebuild = backend._rebuild_sync
+
+        def counted(ref, vectors):
+            attempts.append(ref)
+            return real_rebuild(ref, vectors)
+
+        monkeypatch.setattr(backend, "_rebuild_sync", counted)
+
+        def lower_the_timeout(cursor, statement):
+            # once projection rows are deleted, the session lets a statement run 1 µs:
+            # the next one is stopped by the server, as a 100k-row one was at 60 s
+            if statement.startswith("DELETE FROM memory_entry_heads"):
+                cursor.execute("SET ob_query_timeout = 1")
+
+        record(monkeypatch, backend, [], after=lower_the_timeout)
+        with pytest.raises(pc.QueryTimeoutError, match="ob_query_timeout") as info:
+            await svc.rebuild_projections(rev)
+        error = info.value
+        assert isinstance(error, pc.BackendUnavailableError) and not isinstance(error, pc.ConnectionLostError)
+        assert error.limit == "ob_query_timeout" and error.value == 1 and not error.retryable
+        assert len(str(error).splitlines()) == 1 and "nothing was written" in str(error)
+        assert backend._params["password"] not in str(error) or not backend._params["password"]
+        assert len(attempts) == 1  # not retried as a lost connection
+    finally:
+        await svc.close()  # its sessions keep the 1 µs timeout: a fresh service checks the rollback
+    try:
+        async with await pc.open(url) as fresh:
+            assert (await fresh.head(rev.artifact_id)).ref == rev.ref
+            assert [(h.entry_id, h.entry_version_id) for h in (await fresh.search(**query)).hits] == before
+            assert (await sql(fresh, "SELECT COUNT(*) FROM memory_entry_heads"))[0][0] == 40
+            assert await fresh.rebuild_projections(rev) == {rev.artifact_id: 40}
+            assert [(h.entry_id, h.entry_version_id) for h in (await fresh.search(**query)).hits] == before
+    finally:
+        drop_database(oceanbase_url, database)
