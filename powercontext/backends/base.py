@@ -3,9 +3,10 @@
 ``DatabaseMemoryBackend`` owns everything that must be the same on every database:
 async-over-sync execution, the Unit of Work, verified reads of Revisions and entry
 versions, citations, Sources, the commit sequence and projection maintenance order,
-and offline rebuilds. Two mixins hold the rest of the shared rules: ``validation``
-(the in-transaction checks of a commit plan) and ``retrieval`` (authoritative search
-filtering and vector completeness). A concrete adapter implements only the synchronous
+and offline rebuilds. Mixins hold the rest of the shared rules: ``validation``
+(the in-transaction checks of a commit plan), ``retrieval`` (authoritative search
+filtering and vector completeness) and ``rebuild`` (projection rebuilds, the analyzer
+migration). A concrete adapter implements only the synchronous
 primitives at the bottom of this file: transactions, CRUD, the head CAS, and its
 search dialect (``portable.py`` holds the statements that are the same everywhere).
 If two adapters need the same rule, it belongs here, not in an adapter.
@@ -18,7 +19,7 @@ import contextlib
 import threading
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 from .. import analyzer as analyzer_module, canonical
 from ..errors import (
@@ -67,6 +68,7 @@ from . import centroid
 from .resilience import DriverErrors
 from .manifest_diff import diff as manifest_diff
 from .projections import ProjectionUpkeep
+from .rebuild import ProjectionRebuild
 from .revision_store import RevisionStore
 from .version_rows import VersionRows
 from .validation import CommitValidation
@@ -79,7 +81,7 @@ IN_LIST_SIZE = 1000
 # -------------------------------------------------------------------------- backend
 
 
-class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, VersionRows, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
+class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, ProjectionRebuild, VersionRows, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
     """Async MemoryBackend over synchronous adapter primitives."""
 
     name: str = "database"
@@ -359,61 +361,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Versi
         self._remember_verified(ref, row, revision, encoded.layout, validated=True)
         return revision
 
-    # ---------------------------------------------------------------- rebuild
-
-    async def rebuild(self, ref: ArtifactRef, vectors: Mapping[str, tuple[str, tuple[float, ...]]]) -> int:
-        return await self._run(self._rebuild_sync, ref, vectors)
-
-    def _rebuild_sync(self, ref: ArtifactRef, vectors) -> int:
-        """Rebuild every projection of one Memory from its authoritative head: manifest
-        membership and canonical hashes are re-validated; nothing else is trusted."""
-        with self._transaction(write=True) as tx:
-            head = self._read_head(tx, ref.artifact_id)
-            if head != ref.revision:
-                raise RevisionConflictError(f"{ref} is no longer the head (Revision {head}); rebuild the new head")
-            revision = self._revision(tx, ref)
-            active = revision.manifest.active
-            versions = self._versions(tx, [i.entry_version_id for i in active])
-            for item in active:
-                self._check_version(versions.get(item.entry_version_id), ref, item)
-            self._validate_vectors(vectors, {i.entry_version_id: i for i in active})
-            self._check_stored_analyzer(tx)
-            self._bump_projection_generation(tx)  # searches elsewhere re-check completeness
-            self._delete_all_projections(tx, ref.artifact_id)
-            for item in active:
-                self._put_projection(
-                    tx, ref.artifact_id, ref.revision, item.entry_id, item.entry_version_id, item.entry_content_hash,
-                    self.analyzer.searchable_text(versions[item.entry_version_id].text), vectors.get(item.entry_version_id),
-                )
-            if self._vector_sums_kept():
-                self._write_vector_sum(tx, ref.artifact_id, *self._sum_from_scratch(tx, ref.artifact_id))
-        self._invalidate_completeness(ref.artifact_id)
-        return len(active)
-
-    # ---------------------------------------------------------------- analyzer migration
-
-    async def migrate_analyzer(self, version: str) -> dict[str, int]:
-        return await self._run(self._migrate_analyzer_sync, version)
-
-    def _migrate_analyzer_sync(self, version: str) -> dict[str, int]:
-        """The RFC's analyzer migration: in ONE transaction, re-analyze the text of
-        every head row of every Memory with ``version``, rewrite its searchable_text
-        and full-text row, and record the new analyzer. A crash leaves the old
-        analyzer and the old projection; never a mix. Vectors do not depend on the
-        analyzer and stay."""
-        target = analyzer_module.get(version)
-        rebuilt: dict[str, int] = {}
-        with self._transaction(write=True) as tx:
-            self._check_stored_analyzer(tx)
-            for part in self._in_lists(self._head_rows(tx)):  # one read per in-list, not one per row
-                texts = self._versions(tx, [version_id for _, _, version_id in part])
-                for artifact_id, entry_id, version_id in part:
-                    text = texts[version_id].text
-                    self._set_searchable_text(tx, artifact_id, entry_id, target.searchable_text(text))
-                    rebuilt[artifact_id] = rebuilt.get(artifact_id, 0) + 1
-            self._write_schema_value(tx, "analyzer", target.version)
-        self.analyzer = target
-        return rebuilt
+    # ---------------------------------------------------------------- analyzer record
 
     def _check_stored_analyzer(self, tx: Any) -> None:
         """Inside a write: the database still uses the analyzer this handle analyzes
@@ -432,24 +380,6 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Versi
 
     def _vector_sums_kept(self) -> bool:
         return self.embedding_profile is not None and self._vector_supported_sync()
-
-    def _backfill_vector_sums(self, tx: Any) -> int:
-        """Databases created before c̄ was kept: sum each Memory's stored head vectors
-        once (the migration the 'vector_sums' schema record marks as done)."""
-        done = 0
-        if self._vector_sums_kept():
-            for artifact_id, _ in self._list_heads(tx):
-                self._write_vector_sum(tx, artifact_id, *self._sum_from_scratch(tx, artifact_id))
-                done += 1
-        self._write_schema_value(tx, "vector_sums", "1")
-        self._bump_projection_generation(tx)  # searches cache c̄ per head and generation
-        return done
-
-    def _sum_from_scratch(self, tx: Any, artifact_id: str) -> tuple[int, list[int]]:
-        delta = centroid.VectorSumDelta(self.embedding_profile.dimension)
-        for values in self._projection_vectors(tx, artifact_id, None).values():
-            delta.add(values)
-        return delta.count, delta.sums
 
     def _centroid(self, tx: Any, artifact_ids: Sequence[str]) -> tuple[float, ...] | None:
         """c̄ of the searched Memories: Σ sums / Σ counts of their active vectors."""
@@ -525,7 +455,15 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Versi
     def _delete_projection(self, tx: Any, artifact_id: str, entry_id: str) -> None: ...
 
     @abstractmethod
-    def _delete_all_projections(self, tx: Any, artifact_id: str) -> None: ...
+    def _delete_projections(self, tx: Any, artifact_id: str, entry_ids: Sequence[str]) -> None:
+        """Delete the head rows of these entries (one in-list) with their FTS and
+        vector rows."""
+
+    @abstractmethod
+    def _insert_projections(self, tx: Any, artifact_id: str, head_revision: int, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert the head rows of entries that have none (one in-list), each
+        (entry_id, version_id, content_hash, searchable_text, vector or None), with
+        their FTS and vector rows, batched as the driver allows."""
 
     @abstractmethod
     def _set_projection_revision(self, tx: Any, artifact_id: str, revision: int) -> None: ...

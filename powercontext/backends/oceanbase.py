@@ -20,9 +20,8 @@ import contextlib
 import json
 import logging
 import re
-import struct
 import threading
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator
 from urllib.parse import unquote, urlparse
 
 from ..errors import (
@@ -38,6 +37,7 @@ from .. import analyzer as analyzer_module
 from . import centroid
 from .base import DatabaseMemoryBackend
 from .driver import DATABASE_NAME, connect, database_identifier, is_connection_lost, is_query_timeout
+from .oceanbase_heads import HeadRows, _marks, vector_literal
 from .oceanbase_limits import PacketLimit
 from .portable import PortableSQL
 from .rules import lineage_hash, schema_records
@@ -161,17 +161,7 @@ def parse_url(url: str) -> dict[str, Any]:
     )
 
 
-def _marks(n: int) -> str:
-    return ",".join(["%s"] * n)
-
-
-def vector_literal(values: Sequence[float]) -> bytes:
-    """Little-endian float32 bytes: OceanBase accepts them for VECTOR columns and they
-    are ~5× smaller than the JSON text form."""
-    return struct.pack(f"<{len(values)}f", *values)
-
-
-class OceanBaseMemoryBackend(PacketLimit, PortableSQL, DatabaseMemoryBackend):
+class OceanBaseMemoryBackend(HeadRows, PacketLimit, PortableSQL, DatabaseMemoryBackend):
     name = "oceanbase"
     max_workers = 4
 
@@ -427,33 +417,7 @@ class OceanBaseMemoryBackend(PacketLimit, PortableSQL, DatabaseMemoryBackend):
                 "OceanBase FULLTEXT probe failed: the SPACE parser did not index two-letter analyzer tokens"
             )
 
-    # ------------------------------------------------------------- projections
-
-    def _put_projection(self, tx, artifact_id, head_revision, entry_id, version_id, content_hash, searchable_text, vector):
-        embedding_hash, values = (None, None) if vector is None else (vector[0], vector_literal(vector[1]))
-        columns = "head_revision = %s, entry_version_id = %s, entry_content_hash = %s, searchable_text = %s, embedding_content_hash = %s"
-        params: list[Any] = [head_revision, version_id, content_hash, searchable_text, embedding_hash]
-        if self._vector_column:
-            columns += ", embedding = %s"  # NULL when no vector: never keep a stale one
-            params.append(values)
-        updated = tx.execute(
-            f"UPDATE memory_entry_heads SET {columns} WHERE memory_artifact_id = %s AND entry_id = %s",
-            (*params, artifact_id, entry_id),
-        )
-        if updated == 0:
-            names = "memory_artifact_id, entry_id, head_revision, entry_version_id, entry_content_hash, searchable_text, embedding_content_hash"
-            if self._vector_column:
-                names += ", embedding"
-            tx.execute(
-                f"INSERT INTO memory_entry_heads ({names}) VALUES ({_marks(len(params) + 2)})",
-                (artifact_id, entry_id, *params),
-            )
-
-    def _delete_projection(self, tx, artifact_id, entry_id):
-        tx.execute("DELETE FROM memory_entry_heads WHERE memory_artifact_id = %s AND entry_id = %s", (artifact_id, entry_id))
-
-    def _delete_all_projections(self, tx, artifact_id):
-        tx.execute("DELETE FROM memory_entry_heads WHERE memory_artifact_id = %s", (artifact_id,))
+    # ------------------------------------------------------------- projections: oceanbase_heads.py
 
     # ------------------------------------------------------------- schema, analyzer, c̄
 

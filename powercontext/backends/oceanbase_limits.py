@@ -1,8 +1,8 @@
 """OceanBase's ``max_allowed_packet``: a statement larger than it is refused by the
 server mid-transaction with a raw driver error. Each statement's size is estimated
 before it is sent and an oversized one is refused with ServerLimitError naming the
-limit (the transaction rolls back: nothing is written). Manifest chunks, the one batch
-this adapter sends, go in multi-row INSERTs kept under the same limit."""
+limit (the transaction rolls back: nothing is written). Batches (manifest chunks, the
+head rows of a rebuild) go in multi-row INSERTs kept under the same limit."""
 
 from __future__ import annotations
 
@@ -49,9 +49,12 @@ class PacketLimit:
             )
 
     def _insert_chunks(self, tx, chunks):
-        sql = ("INSERT INTO artifact_manifest_chunks (chunk_key, content) VALUES (%s, %s) "
-               "ON DUPLICATE KEY UPDATE chunk_key = chunk_key")
-        rows = list(chunks.items())
+        self._insert_many(tx, "INSERT INTO artifact_manifest_chunks (chunk_key, content) VALUES (%s, %s) "
+                          "ON DUPLICATE KEY UPDATE chunk_key = chunk_key", list(chunks.items()))
+
+    def _insert_many(self, tx, sql, rows):
+        """One INSERT … VALUES statement per packet's worth of ``rows``: each row is
+        checked against the limit, and the rows are sent as few multi-row INSERTs."""
         for row in rows:
             self._check_packet(sql, row)
         # pymysql sends executemany as multi-row INSERTs of at most max_stmt_length bytes

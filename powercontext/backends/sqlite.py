@@ -321,14 +321,42 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             )
             tx.execute("INSERT INTO memory_entry_search_vector (rowid, embedding) VALUES (?, ?)", (pid, _float32(values)))
 
-    def _delete_all_projections(self, tx, artifact_id):
+    def _insert_projections(self, tx, artifact_id, head_revision, rows):
+        # one executemany per table: the FTS and vector rows take the projection_id
+        # each head row was given
+        tx.executemany(
+            "INSERT INTO memory_entry_heads (memory_artifact_id, head_revision, entry_id, entry_version_id, "
+            "entry_content_hash, searchable_text) VALUES (?, ?, ?, ?, ?, ?)",
+            [(artifact_id, head_revision, entry_id, version_id, content_hash, text)
+             for entry_id, version_id, content_hash, text, _ in rows],
+        )
+        pids = dict(tx.execute(
+            f"SELECT entry_id, projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? "
+            f"AND entry_id IN ({','.join('?' * len(rows))})", (artifact_id, *(row[0] for row in rows))))
+        tx.executemany("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (?, ?)",
+                       [(pids[row[0]], row[3]) for row in rows])
+        vectors = [(pids[row[0]], row[1], row[2], row[4]) for row in rows if row[4] is not None]
+        if vectors and self._vector_tables:
+            tx.executemany(
+                "INSERT INTO memory_entry_vector_metadata (projection_id, entry_version_id, entry_content_hash, "
+                "embedding_content_hash) VALUES (?, ?, ?, ?)",
+                [(pid, version_id, content_hash, vector[0]) for pid, version_id, content_hash, vector in vectors],
+            )
+            tx.executemany("INSERT INTO memory_entry_search_vector (rowid, embedding) VALUES (?, ?)",
+                           [(pid, _float32(vector[1])) for pid, _, _, vector in vectors])
+
+    def _delete_projections(self, tx, artifact_id, entry_ids):
         pids = [r[0] for r in tx.execute(
-            "SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id = ?", (artifact_id,)
-        )]
-        for pid in pids:
-            self._drop_vector(tx, pid)
-            tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
-        tx.execute("DELETE FROM memory_entry_heads WHERE memory_artifact_id = ?", (artifact_id,))
+            f"SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? "
+            f"AND entry_id IN ({','.join('?' * len(entry_ids))})", (artifact_id, *entry_ids))]
+        if not pids:
+            return
+        marks = ",".join("?" * len(pids))
+        if self._vector_tables:
+            tx.execute(f"DELETE FROM memory_entry_vector_metadata WHERE projection_id IN ({marks})", pids)
+            tx.execute(f"DELETE FROM memory_entry_search_vector WHERE rowid IN ({marks})", pids)
+        tx.execute(f"DELETE FROM memory_entry_search_fts WHERE rowid IN ({marks})", pids)
+        tx.execute(f"DELETE FROM memory_entry_heads WHERE projection_id IN ({marks})", pids)
 
     def _delete_projection(self, tx, artifact_id, entry_id):
         pid = self._projection_id(tx, artifact_id, entry_id)

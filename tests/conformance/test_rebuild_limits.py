@@ -8,6 +8,7 @@ few hundred entries show what 100k would do)."""
 from __future__ import annotations
 
 import contextlib
+import math
 import uuid
 
 import pytest
@@ -119,3 +120,45 @@ async def test_a_statement_past_ob_query_timeout_is_typed_names_the_limit_and_is
             assert [(h.entry_id, h.entry_version_id) for h in (await fresh.search(**query)).hits] == before
     finally:
         drop_database(oceanbase_url, database)
+
+
+async def test_a_rebuild_runs_in_slices_and_rebuilds_the_same_projection(open_service, minilm, monkeypatch):
+    svc = await open_service(embedding=minilm, ids=SequentialIds())
+    topics = ("the build cache", "the release checklist", "flaky integration tests", "database migrations")
+    rev = await svc.remember(None, entries=tuple(
+        E("fact", f"note {i}: {topics[i % 4]} needs care on day {i % 17}") for i in range(300)))
+    backend = svc.backend
+    key = (rev.artifact_id,)
+
+    async def state():
+        searches = [[(h.entry_id, h.entry_version_id) for h in (await svc.search(
+            "build cache", memories=(rev,), mode=mode, limit=20)).hits] for mode in ("fts", "vector", "hybrid")]
+        sums = await sql(svc, "SELECT vector_count, vector_sum FROM memory_vector_sums WHERE memory_artifact_id = ?", key)
+        rows = await sql(svc, "SELECT entry_id, entry_version_id, entry_content_hash, searchable_text "
+                         "FROM memory_entry_heads WHERE memory_artifact_id = ? ORDER BY entry_id", key)
+        return searches, [(c, bytes(s)) for c, s in sums], rows
+
+    before = await state()
+    assert before[1][0][0] == 300 and all(before[0])
+    slice_size = 64
+    monkeypatch.setattr(backend, "in_list_size", slice_size)
+    log = []
+    record(monkeypatch, backend, log, only_in="_rebuild_sync")
+    assert await svc.rebuild_projections(rev) == {rev.artifact_id: 300}
+    assert await state() == before  # same rows, same hits, the very same c̄ sum
+    slices = math.ceil(300 / slice_size)
+
+    def statements(prefix, mentions=""):
+        return [(s, p, n) for s, p, n in log if s.lstrip().upper().startswith(prefix) and mentions in s]
+
+    # no per-entry update-or-insert: every row was just deleted
+    assert statements("UPDATE MEMORY_ENTRY_HEADS") == []
+    assert [s for s, _, _ in log if "entry_id = " in s] == []  # nor a per-entry lookup of the row
+    deletes = statements("DELETE FROM MEMORY_ENTRY_HEADS")
+    assert len(deletes) == slices and all(len(p) <= slice_size + 1 for _, p, _ in deletes), deletes
+    inserts = statements("INSERT INTO MEMORY_ENTRY_HEADS")
+    assert len(inserts) == slices and sorted(n for _, _, n in inserts) == [300 - 4 * slice_size] + [slice_size] * 4
+    # c̄ from scratch reads the vectors one slice at a time, never all of them at once
+    vector_reads = statements("SELECT", "embedding")
+    assert len(vector_reads) == slices and all(1 < len(p) <= slice_size + 1 for _, p, _ in vector_reads), vector_reads
+    assert (await svc.verify(rev)).ok
