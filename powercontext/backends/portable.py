@@ -147,6 +147,16 @@ class PortableSQL:
             (artifact_id, entry_id),
         )
 
+    def _read_entries_versions(self, tx, artifact_id, entry_ids):
+        """Every version row of each of ``entry_ids`` (one Memory), one in-list at a time."""
+        rows = []
+        for part in self._in_lists(list(entry_ids)):
+            rows += self._rows(
+                tx, f"SELECT {VERSION_COLUMNS} FROM memory_entry_versions WHERE memory_artifact_id = ? "
+                f"AND entry_id IN ({marks(len(part))})", (artifact_id, *part),
+            )
+        return rows
+
     def _read_memory_versions(self, tx, artifact_id):
         return self._rows(
             tx, f"SELECT {VERSION_COLUMNS} FROM memory_entry_versions WHERE memory_artifact_id = ?", (artifact_id,)
