@@ -8,6 +8,7 @@ that an entry hash can never collide with an artifact or embedding hash by const
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import math
@@ -15,7 +16,7 @@ import os
 import re
 import time
 import unicodedata
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import rfc8785
 
@@ -86,6 +87,28 @@ def embedding_content_hash(profile: Any, entry_hash: str) -> str:
         EMBEDDING_CONTENT_DOMAIN,
         canonical_bytes({"profile": profile, "entry_content_hash": entry_hash}),
     )
+
+
+def embedding_content_hasher(profile: Any) -> Callable[[str], str]:
+    """``embedding_content_hash(profile, ·)`` for one profile, for checking every head
+    row of a Memory: encoding the profile per row was 98 % of the first vector search
+    after a reopen (4.4 s at 20k entries). The canonical bytes are encoded once, by
+    the same encoder, around a placeholder hash, and each entry hash that is 64
+    lowercase hex digits (a JSON string no escaping or NFC changes) is put in its
+    place. Anything else, or a template that fails its own check, takes the full path."""
+    placeholder = "0" * 64
+    head, found, tail = canonical_bytes({"profile": profile, "entry_content_hash": placeholder}).partition(
+        placeholder.encode("ascii"))
+
+    def spliced(entry_hash: str) -> str:
+        if not _SHA256_HEX.fullmatch(entry_hash):
+            return embedding_content_hash(profile, entry_hash)
+        return sha256_hex(EMBEDDING_CONTENT_DOMAIN, head + entry_hash.encode("ascii") + tail)
+
+    check = "f" * 64
+    if not found or spliced(check) != embedding_content_hash(profile, check):
+        return functools.partial(embedding_content_hash, profile)
+    return spliced
 
 
 # Compiled patterns: a commit checks every id of its manifest, and a per-character

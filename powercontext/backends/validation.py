@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import functools
 import operator
-import json
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .. import canonical
 from ..embedding import check_vector
@@ -22,6 +21,7 @@ from ..errors import (
 from ..model import (
     MEMORY_SCHEMA,
     MANIFEST_FORMAT,
+    EmbeddingProfile,
     MemoryRevision,
     sorted_refs,
 )
@@ -33,10 +33,10 @@ from .plans import CommitPlan
 from .rules import normalize_reason, normalize_text, validate_kind, version_content_hash
 
 
-@functools.lru_cache(maxsize=200_000)
-def _embedding_hash(profile_json: str, entry_hash: str) -> str:
-    """Memoized: completeness checks ask for the same (profile, content) pairs again."""
-    return canonical.embedding_content_hash(json.loads(profile_json), entry_hash)
+@functools.lru_cache(maxsize=16)
+def _embedding_hasher(profile: EmbeddingProfile) -> Callable[[str], str]:
+    """One per profile: a completeness check hashes every head row of a Memory."""
+    return canonical.embedding_content_hasher(profile.to_canonical())
 
 
 class CommitValidation:
@@ -190,7 +190,7 @@ class CommitValidation:
             check_vector(values, self.embedding_profile)
 
     def expected_embedding_hash(self, entry_hash: str) -> str:
-        return _embedding_hash(canonical.canonical_text(self.embedding_profile.to_canonical()), entry_hash)
+        return _embedding_hasher(self.embedding_profile)(entry_hash)
 
     @staticmethod
     def _check_new_version_content(v, plan, item) -> None:

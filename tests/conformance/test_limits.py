@@ -220,3 +220,26 @@ async def test_entries_reads_the_version_chains_by_in_list(svc, monkeypatch):
     assert one == []  # no statement per entry
     # 11 entries in in-lists of 3; the revised entry's chain has 2 rows
     assert sorted(chains) == [(2, 2), (3, 3), (3, 3), (3, 4)], chains
+
+
+async def test_the_vector_completeness_check_encodes_the_profile_once_not_per_row(open_service, minilm, monkeypatch):
+    """The first vector or hybrid search after a reopen checks the embedding hash of
+    every head row; it encoded the profile as canonical JSON once or twice per row:
+    98 % of that search (4.4 s at 20k entries on SQLite, ~10 s at 100k on OceanBase)."""
+    from powercontext import canonical
+    from powercontext.backends import validation
+
+    svc = await open_service(embedding=minilm)
+    rev = await svc.remember(None, entries=tuple(E("fact", f"fact {i} about the build cache") for i in range(30)))
+    backend = svc.backend
+    backend._invalidate_completeness(rev.artifact_id)
+    for cached in (getattr(validation, name, None) for name in ("_embedding_hasher", "_embedding_hash")):
+        if cached is not None:
+            cached.cache_clear()  # as in a new process
+    encoded = []
+    real = canonical.canonical_bytes
+    monkeypatch.setattr(canonical, "canonical_bytes", lambda value: encoded.append(value) or real(value))
+    assert await backend.vector_complete((rev.ref,))
+    assert len(encoded) <= 2, len(encoded)  # the profile's template and its one check
+    retrieval, _, _ = await svc.retrieve("build cache", memories=(rev,), limit=8, mode="vector")
+    assert len(retrieval.channels["vector"]) == 30

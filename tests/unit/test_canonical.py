@@ -1,5 +1,6 @@
 import hashlib
 import math
+import random
 
 import pytest
 from hypothesis import given
@@ -77,3 +78,17 @@ def test_column_checks_on_edge_values():
     assert not canonical.all_valid_ids(["a", ""])
     assert not canonical.all_sha256_hex(["0" * 63 + "\n", "0" * 64])
     assert canonical.all_sha256_hex([]) and canonical.all_valid_ids([])
+
+
+def test_the_embedding_hasher_of_a_profile_is_embedding_content_hash():
+    """The per-profile hasher (encodes the profile once, splices each entry hash in)
+    gives exactly embedding_content_hash, for any profile and any input."""
+    profiles = [{"profile_id": "minilm", "model": "all-MiniLM-L6-v2", "dimension": 384},
+                {"profile_id": "0" * 64, "model": "e\u0301 \"q\" \\", "dimension": 3, "scripts": ["latin"]}]
+    rng = random.Random(7)
+    for profile in profiles:
+        hasher = canonical.embedding_content_hasher(profile)
+        for value in ["%064x" % rng.getrandbits(256) for _ in range(200)] + ["0" * 64, "f" * 64]:
+            assert hasher(value) == canonical.embedding_content_hash(profile, value)
+        for odd in ["ABCDEF" * 10 + "ABCD", "0" * 63, "g" * 64, "é", ""]:
+            assert hasher(odd) == canonical.embedding_content_hash(profile, odd)
