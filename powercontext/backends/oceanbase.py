@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
+import os
 import re
 import threading
 from typing import Any, Iterator
@@ -44,7 +46,8 @@ from .rules import lineage_hash, schema_records
 
 MIN_VERSION = (4, 3, 5, 3)
 LOCK_TIMEOUT_US = 10_000_000
-QUERY_TIMEOUT_US = 60_000_000
+QUERY_TIMEOUT_US = 60_000_000  # default ob_query_timeout of this adapter's sessions
+QUERY_TIMEOUT_ENV = "POWERCONTEXT_OB_QUERY_TIMEOUT_S"
 HNSW_EF_SEARCH = 200
 ID = "VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 HASH = "CHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
@@ -161,6 +164,22 @@ def parse_url(url: str) -> dict[str, Any]:
     )
 
 
+def query_timeout_us() -> int:
+    """The ob_query_timeout this adapter sets on its sessions: ``POWERCONTEXT_OB_QUERY_TIMEOUT_S``
+    seconds, default 60. One statement may run that long; maintenance of a very large
+    Memory (a 100k-entry rebuild on a loaded machine) may want more."""
+    raw = os.environ.get(QUERY_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return QUERY_TIMEOUT_US
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and 0 < seconds <= 86_400 * 365):
+        raise InvalidMemoryRequestError(f"{QUERY_TIMEOUT_ENV} must be a positive number of seconds, got {raw!r}")
+    return max(1, round(seconds * 1_000_000))
+
+
 class OceanBaseMemoryBackend(HeadRows, PacketLimit, PortableSQL, DatabaseMemoryBackend):
     name = "oceanbase"
     max_workers = 4
@@ -171,6 +190,7 @@ class OceanBaseMemoryBackend(HeadRows, PacketLimit, PortableSQL, DatabaseMemoryB
         import pymysql
 
         self._pymysql = pymysql
+        self.query_timeout_us = query_timeout_us()  # refused before anything connects
         self._params = parse_url(url)
         self.url = url  # may carry the password: never put it in a message (see __repr__)
         self.database = self._params["database"]
@@ -221,7 +241,7 @@ class OceanBaseMemoryBackend(HeadRows, PacketLimit, PortableSQL, DatabaseMemoryB
             con = self._raw_connect(self._params["database"])
             with con.cursor() as cur:
                 cur.execute(f"SET ob_trx_lock_timeout = {LOCK_TIMEOUT_US}")
-                cur.execute(f"SET ob_query_timeout = {QUERY_TIMEOUT_US}")
+                cur.execute(f"SET ob_query_timeout = {int(self.query_timeout_us)}")
                 cur.execute(f"SET ob_hnsw_ef_search = {HNSW_EF_SEARCH}")
             self._local.con = con
             with self._connections_lock:
@@ -279,11 +299,11 @@ class OceanBaseMemoryBackend(HeadRows, PacketLimit, PortableSQL, DatabaseMemoryB
         if is_query_timeout(exc):
             # the server's text names the session's value: "…timeout: 60000000(us)…"
             found = re.search(r"timeout: (\d+)", str(exc.args[-1]))
-            value = int(found.group(1)) if found else QUERY_TIMEOUT_US
+            value = int(found.group(1)) if found else self.query_timeout_us
             return QueryTimeoutError(
                 f"a statement ran longer than the OceanBase session's ob_query_timeout ({value:,} µs) and was "
-                "stopped; the transaction was rolled back: nothing was written. Raise ob_query_timeout, "
-                "or do the work in smaller calls", "ob_query_timeout", value)
+                "stopped; the transaction was rolled back: nothing was written. Do the work in smaller calls, "
+                f"or open with {QUERY_TIMEOUT_ENV} set to more seconds", "ob_query_timeout", value)
         if isinstance(exc, self._pymysql.err.MySQLError):
             return BackendUnavailableError(f"OceanBase refused the statement: {exc.args[-1] if exc.args else exc}"[:500])
         return None

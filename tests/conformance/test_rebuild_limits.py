@@ -107,6 +107,7 @@ async def test_a_statement_past_ob_query_timeout_is_typed_names_the_limit_and_is
         assert isinstance(error, pc.BackendUnavailableError) and not isinstance(error, pc.ConnectionLostError)
         assert error.limit == "ob_query_timeout" and error.value == 1 and not error.retryable
         assert len(str(error).splitlines()) == 1 and "nothing was written" in str(error)
+        assert "POWERCONTEXT_OB_QUERY_TIMEOUT_S" in str(error)  # the setting a user can raise
         assert backend._params["password"] not in str(error) or not backend._params["password"]
         assert len(attempts) == 1  # not retried as a lost connection
     finally:
@@ -162,3 +163,33 @@ async def test_a_rebuild_runs_in_slices_and_rebuilds_the_same_projection(open_se
     vector_reads = statements("SELECT", "embedding")
     assert len(vector_reads) == slices and all(1 < len(p) <= slice_size + 1 for _, p, _ in vector_reads), vector_reads
     assert (await svc.verify(rev)).ok
+
+
+@pytest.mark.parametrize("raw", ["soon", "-5", "0", "nan", "inf"])
+async def test_a_bad_query_timeout_setting_is_refused_before_anything_is_created(oceanbase_url, monkeypatch, raw):
+    from powercontext.backends.oceanbase import QUERY_TIMEOUT_ENV
+
+    database = "pc_" + uuid.uuid4().hex[:16]
+    monkeypatch.setenv(QUERY_TIMEOUT_ENV, raw)
+    with pytest.raises(pc.InvalidMemoryRequestError, match=QUERY_TIMEOUT_ENV):
+        await pc.open(database_url(oceanbase_url, database))
+    monkeypatch.delenv(QUERY_TIMEOUT_ENV)
+    async with await pc.open(oceanbase_url) as other:  # the server's default database
+        names = [row[0] for row in await sql(other, "SHOW DATABASES")]
+    assert database not in names
+
+
+async def test_the_query_timeout_setting_is_each_session_s_ob_query_timeout(oceanbase_url, monkeypatch):
+    """What the QueryTimeoutError tells a user to raise is a setting they can reach."""
+    from powercontext.backends.oceanbase import QUERY_TIMEOUT_ENV, QUERY_TIMEOUT_US
+
+    database = "pc_" + uuid.uuid4().hex[:16]
+    url = database_url(oceanbase_url, database)
+    try:
+        async with await pc.open(url) as svc:
+            assert (await sql(svc, "SELECT @@ob_query_timeout"))[0][0] == QUERY_TIMEOUT_US
+        monkeypatch.setenv(QUERY_TIMEOUT_ENV, "300")
+        async with await pc.open(url) as svc:
+            assert (await sql(svc, "SELECT @@ob_query_timeout"))[0][0] == 300_000_000
+    finally:
+        drop_database(oceanbase_url, database)
