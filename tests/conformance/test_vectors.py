@@ -162,6 +162,25 @@ async def test_a_warm_search_reads_c_bar_once_per_head_and_projection_generation
     assert reads.count("_read_vector_sum") == 1 and rebuilt.hits == first.hits
 
 
+async def test_a_carried_completeness_does_not_outlive_a_rebuild_without_vectors(vsvc, docs, backend_name):
+    """A head this handle committed is known complete without a full check (c434de8),
+    per projection generation. Another handle's rebuild without a model leaves rows with
+    no vector and moves the generation: the search must see that, not the carried
+    answer."""
+    rev, _ = docs
+    query = "who has to approve schema changes"
+    assert (await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW)).hits
+    rev2 = await vsvc.remember(rev, entries=(E("fact", "Schema changes need a second reviewer."),))
+    assert (await vsvc.search(query, memories=(rev2,), mode="hybrid", policy=LOW)).hits  # carried
+    other = await pc.open(vsvc.backend.path if backend_name == "sqlite" else vsvc.backend.url)  # no model
+    try:
+        assert await other.rebuild_projections((rev2,)) == {rev2.artifact_id: len(DOCS) + 1}
+    finally:
+        await other.close()
+    with pytest.raises(pc.CapabilityNotSupportedError, match="rebuild_projections"):
+        await vsvc.search(query, memories=(rev2,), mode="hybrid", policy=LOW)
+
+
 async def test_cosine_threshold_is_applied(vsvc, docs):
     rev, ids = docs
     res = await vsvc.search("who has to approve schema changes", memories=(rev,), mode="vector", explain=True,
