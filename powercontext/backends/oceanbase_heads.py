@@ -7,6 +7,8 @@ from __future__ import annotations
 import struct
 from typing import Any, Sequence
 
+from .portable import marks
+
 
 def _marks(n: int) -> str:
     return ",".join(["%s"] * n)
@@ -42,13 +44,13 @@ class HeadRows:
                                      [(entry_id, version_id, content_hash, searchable_text, vector)])
 
     def _insert_projections(self, tx, artifact_id, head_revision, rows):
-        names = ", ".join(["memory_artifact_id", "entry_id", *self._head_columns()])
-        self._insert_many(tx, f"INSERT INTO memory_entry_heads ({names}) VALUES ({_marks(len(self._head_columns()) + 2)})",
+        names = ["memory_artifact_id", "entry_id", *self._head_columns()]
+        self._insert_many(tx, f"INSERT INTO memory_entry_heads ({', '.join(names)}) VALUES ({_marks(len(names))})",
                           [(artifact_id, row[0], *self._head_values(head_revision, *row[1:])) for row in rows])
 
     def _delete_projection(self, tx, artifact_id, entry_id):
         tx.execute("DELETE FROM memory_entry_heads WHERE memory_artifact_id = %s AND entry_id = %s", (artifact_id, entry_id))
 
     def _delete_projections(self, tx, artifact_id, entry_ids):
-        self._count(tx, f"DELETE FROM memory_entry_heads WHERE memory_artifact_id = ? AND entry_id IN ({','.join('?' * len(entry_ids))})",
+        self._count(tx, f"DELETE FROM memory_entry_heads WHERE memory_artifact_id = ? AND entry_id IN ({marks(len(entry_ids))})",
                     (artifact_id, *entry_ids))

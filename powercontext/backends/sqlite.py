@@ -21,7 +21,7 @@ from ..errors import BackendUnavailableError, DatabaseBusyError, PowerContextErr
 from ..model import EmbeddingProfile
 from . import centroid
 from .base import DatabaseMemoryBackend
-from .portable import PortableSQL
+from .portable import PortableSQL, marks
 from .rules import lineage_hash, schema_records
 from .. import analyzer
 
@@ -332,7 +332,7 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         )
         pids = dict(tx.execute(
             f"SELECT entry_id, projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? "
-            f"AND entry_id IN ({','.join('?' * len(rows))})", (artifact_id, *(row[0] for row in rows))))
+            f"AND entry_id IN ({marks(len(rows))})", (artifact_id, *(row[0] for row in rows))))
         tx.executemany("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (?, ?)",
                        [(pids[row[0]], row[3]) for row in rows])
         vectors = [(pids[row[0]], row[1], row[2], row[4]) for row in rows if row[4] is not None]
@@ -348,15 +348,15 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     def _delete_projections(self, tx, artifact_id, entry_ids):
         pids = [r[0] for r in tx.execute(
             f"SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? "
-            f"AND entry_id IN ({','.join('?' * len(entry_ids))})", (artifact_id, *entry_ids))]
+            f"AND entry_id IN ({marks(len(entry_ids))})", (artifact_id, *entry_ids))]
         if not pids:
             return
-        marks = ",".join("?" * len(pids))
+        in_pids = marks(len(pids))
         if self._vector_tables:
-            tx.execute(f"DELETE FROM memory_entry_vector_metadata WHERE projection_id IN ({marks})", pids)
-            tx.execute(f"DELETE FROM memory_entry_search_vector WHERE rowid IN ({marks})", pids)
-        tx.execute(f"DELETE FROM memory_entry_search_fts WHERE rowid IN ({marks})", pids)
-        tx.execute(f"DELETE FROM memory_entry_heads WHERE projection_id IN ({marks})", pids)
+            tx.execute(f"DELETE FROM memory_entry_vector_metadata WHERE projection_id IN ({in_pids})", pids)
+            tx.execute(f"DELETE FROM memory_entry_search_vector WHERE rowid IN ({in_pids})", pids)
+        tx.execute(f"DELETE FROM memory_entry_search_fts WHERE rowid IN ({in_pids})", pids)
+        tx.execute(f"DELETE FROM memory_entry_heads WHERE projection_id IN ({in_pids})", pids)
 
     def _delete_projection(self, tx, artifact_id, entry_id):
         pid = self._projection_id(tx, artifact_id, entry_id)

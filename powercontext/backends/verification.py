@@ -65,6 +65,10 @@ class _Created:
     items: dict[str, Any]
     changes: dict[str, Any]
 
+    @classmethod
+    def of(cls, revision: MemoryRevision, entry_ids) -> "_Created":
+        return cls(revision, frozenset(entry_ids), revision.manifest.by_id(), {c.entry_id: c for c in revision.changes})
+
 
 class VerifiedReads:
     """Mixin of DatabaseMemoryBackend: checks of entry versions and Sources on read,
@@ -142,8 +146,7 @@ class VerifiedReads:
                 revision = self._revision(tx, ref, tuple(sorted(entry_ids)))
             except ArtifactNotFoundError:
                 continue  # the per-version check reports it as an altered row
-            out[(ref.artifact_id, ref.revision)] = _Created(revision, frozenset(entry_ids), revision.manifest.by_id(),
-                                {c.entry_id: c for c in revision.changes})
+            out[(ref.artifact_id, ref.revision)] = _Created.of(revision, entry_ids)
         return out
 
     def _entry_rows(self, tx: Any, artifact_id: str, entry_id: str) -> list[MemoryEntryVersion]:
@@ -279,11 +282,8 @@ class VerifiedReads:
             # made verify() of a 100k-entry remember() quadratic. A Revision that did not
             # verify is left out, so each of its versions reports the failure itself.
             creators = {v.created_in_revision for v in versions.values()}
-            created = {
-                (artifact_id, n): _Created(r, frozenset(i.entry_id for i in r.manifest.entries), r.manifest.by_id(),
-                                           {c.entry_id: c for c in r.changes})
-                for n, r in revisions.items() if n in creators
-            }
+            created = {(artifact_id, n): _Created.of(r, (i.entry_id for i in r.manifest.entries))
+                       for n, r in revisions.items() if n in creators}
             for v in versions.values():  # link by link, so one bad row does not hide the next
                 chain = chains[v.entry_id]
                 try:
