@@ -357,7 +357,9 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
             None if plan.base_revision is None else ArtifactRef(plan.artifact_id, plan.base_revision), ref, rows_vectored)
         revision = MemoryRevision(ref=ref, content=plan.content, content_hash=encoded.content_hash, lineage=plan.lineage)
         # committed: the next commit's base and reads start from the cache, and its
-        # manifest passed every check of a commit (what lets the next one use a diff)
+        # manifest passed every check of a commit (what lets the next one use a diff);
+        # the groups it canonicalized need not be again when an older Revision is read
+        self._prove(encoded.fresh)
         self._remember_verified(ref, row, revision, encoded.layout, validated=True)
         return revision
 

@@ -14,6 +14,19 @@ What a read checks (RFC 000: reading a Revision compares ID, hash and canonical 
   ``check="root"`` trusts content-addressed chunks that were verified when cached
   (commit bases: the new Revision is built on the verified base either way, and an
   altered chunk it shares is still refused by every later read of it).
+
+What a verification may skip (``proven_chunks``): re-canonicalizing a manifest group
+whose key this process has already seen ``encode`` produce from parsed entries. A
+chunk key is ``sha256(domain ‖ text)`` and every chunk read is still hashed to its key
+(``mc.decode``), so a stored group that names a proven key holds exactly the text that
+was canonical then — canonical text is a function of the bytes, which do not change
+under one key. Without this, every older Revision read for identity checks (the
+creating Revision of each version ``entries()`` returns) re-canonicalized the whole
+manifest it shares with the head: O(Revisions × entries) after a reopen. The set holds
+keys only, never content: nothing is served from it, the reassembled text is still
+compared with the re-encoded text and hashed whole against the Revision's content
+hash, so an altered chunk, root or hash column is refused exactly as before, proven
+or not (tests/conformance/test_proven_chunks.py).
 """
 
 from __future__ import annotations
@@ -29,6 +42,7 @@ from .caches import ByteLRU, budget_from_env
 from .rules import lineage_hash, stored_row
 
 ENTRY_OBJECT_BYTES = 500  # a parsed MemoryManifestEntry with its four strings, and its index slots
+PROVEN_KEY_BYTES = 200  # a 64-character key and its LRU slot: 8 MB hold ~40k groups (~650k entries)
 
 
 @dataclass
@@ -67,6 +81,9 @@ class RevisionStore:
         self.revision_cache = ByteLRU(
             budget_from_env("POWERCONTEXT_REVISION_CACHE_MB", 64), keep_oversize=True,
             replaces=lambda new, old: new.artifact_id != old.artifact_id or new.revision >= old.revision)
+        # keys of groups ``mc.encode`` canonicalized itself in this process (``encoded.fresh``,
+        # never a stored layout's groups: the set grows only from text this process built)
+        self.proven_chunks = ByteLRU(budget_from_env("POWERCONTEXT_PROVEN_CHUNKS_MB", 8))
 
     # ---------------------------------------------------------------- reads
 
@@ -112,12 +129,16 @@ class RevisionStore:
         with stored_row(where):
             content = MemoryContent.from_json(text)
             lineage = RevisionLineage.from_json(lineage_text)
-        encoded = mc.encode(content)
+        # stored groups under a proven key (their text hashed to it just now) are reused
+        # as canonical; encode still compares their entries with the parsed manifest's
+        proven = None if stored_layout is None else self._proven_groups(stored_layout.groups)
+        encoded = mc.encode(content, proven, **self.chunk_sizes)
         if (encoded.text, encoded.content_hash) != (text, content_hash):
             raise InvalidCitationError(f"Revision {ref} does not match its content hash: the row was altered")
         if (lineage_hash(lineage_text) != stored_lineage_hash
                 or canonical.canonical_text(lineage.to_canonical()) != lineage_text):
             raise InvalidCitationError(f"Revision {ref}: its lineage does not match its lineage hash: the row was altered")
+        self._prove(encoded.fresh)
         revision = MemoryRevision(ref=ref, content=content, content_hash=content_hash, lineage=lineage)
         layout = encoded.layout
         if stored_layout is not None:
@@ -129,6 +150,15 @@ class RevisionStore:
                 offset += len(g.entries)
             layout = mc.Layout(stored_layout.root, tuple(groups), stored_layout.others)
         return self._remember_verified(ref, row, revision, layout)
+
+    def _proven_groups(self, groups: Iterable[mc.Group]) -> mc.Layout | None:
+        known = tuple(g for g in groups if self.proven_chunks.get(g.key) is not None)
+        return mc.Layout("", known) if known else None
+
+    def _prove(self, groups: Iterable[mc.Group]) -> None:
+        """Record groups whose text ``mc.encode`` canonicalized from their entries."""
+        for g in groups:
+            self.proven_chunks.put(g.key, True, PROVEN_KEY_BYTES)
 
     def _remember_verified(self, ref, row, revision, layout, validated: bool = False) -> CachedRevision:
         nbytes = layout.nbytes + len(row[2]) + ENTRY_OBJECT_BYTES * len(revision.manifest.entries)
