@@ -215,13 +215,13 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
             for entry_id in wanted:
                 if entry_id not in items:
                     raise MemoryEntryNotFoundError(f"entry {entry_id!r} is not in the manifest of {ref}")
-            versions = self._versions(tx, [items[e].entry_version_id for e in wanted])
+            hashed = self._hashed_versions(tx, [items[e].entry_version_id for e in wanted])
             out = {}
             for entry_id in wanted:
-                version = versions.get(items[entry_id].entry_version_id)
-                self._check_version(version, ref, items[entry_id])
+                version, actual = hashed.get(items[entry_id].entry_version_id, (None, None))
+                self._check_version(version, ref, items[entry_id], actual)
                 out[entry_id] = version
-            self._verify_identities(tx, out.values())
+            self._verify_identities(tx, out.values(), hashed)
             return out
 
     def _expand_sync(self, citations: tuple[Any, ...]) -> tuple[MemoryEntryVersion, ...]:

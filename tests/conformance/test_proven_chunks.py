@@ -87,6 +87,22 @@ async def test_groups_a_commit_canonicalized_are_not_canonicalized_again(svc, mo
     assert sorted(per) == [1, 2, 3, 4] and sum(per.values()) == 0, per
 
 
+async def test_a_cold_entries_hashes_each_version_once(svc, monkeypatch):
+    # the hash of a version's content was computed on reading its row, again against
+    # the head manifest and a third time against its creating Revision's
+    from powercontext.backends import verification, version_rows
+
+    r1, head = await _history(svc)
+    hashed = []
+    real = version_rows.version_content_hash
+    for module in (verification, version_rows):
+        monkeypatch.setattr(module, "version_content_hash", lambda v: hashed.append(v.entry_version_id) or real(v))
+    async with await pc.open(_target(svc)) as fresh:
+        assert len(await fresh.entries(head)) == N + 2
+    # the head's N + 2 versions, and version 1 of entry 77 (checked in its chain)
+    assert len(hashed) == len(set(hashed)) == N + 3
+
+
 @pytest.mark.parametrize("cached", [True, False])
 async def test_a_chunk_altered_after_it_was_proven_is_refused(svc, cached):
     r1, head = await _history(svc)
