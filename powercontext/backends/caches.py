@@ -12,9 +12,10 @@ most ``max_bytes`` plus that one item, whose manifest objects the caller holds a
 ``max_bytes = 0`` still disables the cache. Thread-safe (the OceanBase adapter reads
 from several worker threads).
 
-Budgets: ``POWERCONTEXT_REVISION_CACHE_MB`` (default 64) and
-``POWERCONTEXT_VERSION_CACHE_MB`` (default 16), or set ``max_bytes`` on a backend's
-``revision_cache`` / ``version_cache`` at run time.
+Budgets: ``POWERCONTEXT_REVISION_CACHE_MB`` (default 64),
+``POWERCONTEXT_VERSION_CACHE_MB`` (default 16) and ``POWERCONTEXT_PROVEN_CHUNKS_MB``
+(default 8; keys only, revision_store.py), or set ``max_bytes`` on a backend's
+``revision_cache`` / ``version_cache`` / ``proven_chunks`` at run time.
 """
 
 from __future__ import annotations
