@@ -203,7 +203,9 @@ async def search_overhead(svc, rev, queries, model, mode):
     for q in queries:  # warm: caches filled, plans compiled
         await svc.search(q, memories=(rev,), mode=mode, limit=8)
     for q in queries:
-        terms = arguments.query_terms(q)
+        # the terms the search itself issues: the database's analyzer (v2 stems; the
+        # module default, v1, does not, so its statements match other rows)
+        terms = arguments.query_terms(q, backend.analyzer)
         vector = model.vector(q)
         start = time.perf_counter()
         await svc.search(q, memories=(rev,), mode=mode, limit=8)
@@ -376,7 +378,7 @@ async def main() -> None:
                     per_search, text = await profile_hybrid(svc, rev, queries)
                     profiles.append((backend, n, per_search, text))
                 if args.explain and backend == "oceanbase":
-                    terms = arguments.query_terms(queries[0])
+                    terms = arguments.query_terms(queries[0], svc.backend.analyzer)
                     print(f"EXPLAIN of the OceanBase full-text query, {n} entries, terms {terms}:")
                     print(explain_fts(svc.backend, rev.artifact_id, terms, svc.policy.pool_size(8)))
                 head, append_ms, bytes_per_rev = await appends(svc, rev, args.appends)
