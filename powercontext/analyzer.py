@@ -102,8 +102,22 @@ def _cjk_tokens(run: str) -> list[str]:
     return tokens
 
 
+# ASCII text needs none of the Unicode steps: NFC, diacritic folding and case folding
+# leave it as ``lower()`` does, and its token characters (categories L, N, and ``_``)
+# are exactly these. Queries and most stored texts are ASCII; the per-character loop
+# below cost a hybrid search at 1k entries more than its authoritative check.
+_ASCII_WORD = re.compile(r"[a-z0-9_]+")
+
+
 def tokens(text: str) -> list[str]:
     """Every analyzer token of ``text`` in order of appearance (duplicates kept)."""
+    if text.isascii():
+        return [token for word in _ASCII_WORD.findall(text.lower()) for token in _split_word(word)
+                if token not in STOPWORDS and len(token) <= MAX_TOKEN_CHARS]
+    return _unicode_tokens(text)
+
+
+def _unicode_tokens(text: str) -> list[str]:
     text = _fold_latin_diacritics(unicodedata.normalize("NFC", text).casefold())
     out: list[str] = []
     word: list[str] = []
@@ -158,6 +172,8 @@ def query_terms(text: str) -> tuple[str, ...]:
 def _is_latin_word(token: str) -> bool:
     """A v1 token made of Latin letters (and digits), with at least one letter: what
     the English stemmer may touch. CJK tokens (``u_4e2d``) never qualify."""
+    if token.isascii():  # the same rule by C string methods: letters and digits, not only digits
+        return token.isalnum() and not token.isdigit()
     return (not token.startswith(("u_", "b_")) and any(c.isalpha() for c in token)
             and all(c.isdigit() or (c.isalpha() and (ord(c) < 0x0250 or 0x1E00 <= ord(c) <= 0x1EFF)) for c in token))
 

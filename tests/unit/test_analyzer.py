@@ -82,3 +82,29 @@ def test_fts5_indexes_analyzer_tokens_whole(text):
     for term in set(stored.split()):
         hits = _con.execute("SELECT rowid FROM t WHERE t MATCH ?", (analyzer.fts5_match_expression((term,)),)).fetchall()
         assert hits == [(1,)], term
+
+
+# ASCII words, identifiers, CJK-token look-alikes, stop words, an overlong token, and
+# every ASCII punctuation/control character as a separator
+_ASCII_PIECES = st.sampled_from(
+    ["Run", "make", "TEST", "the", "u_4e2d", "b_4e2d_6587", "u_0041", "b_4e2d", "ob_hnsw_ef", "__init__",
+     "8080", "v2", "x" * 65, "café".encode("ascii", "ignore").decode()]
+) | st.text(alphabet=st.characters(max_codepoint=127), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_ASCII_PIECES, max_size=12).map("".join))
+@example("Run `make test`, then make-check! u_4e2d_x __init__ A_B")
+def test_the_ascii_path_makes_the_tokens_the_unicode_rules_make(text):
+    assert analyzer.tokens(text) == analyzer._unicode_tokens(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=10))
+@example("u_4e2d")
+@example("2024")
+@example("")
+def test_the_ascii_rule_for_stemmable_words_is_the_general_one(token):
+    general = (not token.startswith(("u_", "b_")) and any(c.isalpha() for c in token)
+               and all(c.isdigit() or (c.isalpha() and ord(c) < 0x0250) for c in token))
+    assert analyzer._is_latin_word(token) == general
