@@ -150,51 +150,44 @@ class AuthoritativeRetrieval:
         refs = {r.artifact_id: r for r in request.memories}
         versions = self._hashed_versions(tx, [row[2] for row in rows], reread=False)
         out: list[ChannelCandidate] = []
-        text_at = 4 if channel == "fts" else 5  # fts: (…, searchable_text); vector: (…, distance, searchable_text)
+        fts = channel == "fts"
+        text_at = 4 if fts else 5  # fts: (…, searchable_text); vector: (…, distance, searchable_text)
+        query_script = request.query_script
         profile = self.embedding_profile
+        query_covered = not fts and query_script is not None and profile.covers(query_script)
+        # " term " in " stored text ": the term is one of its tokens (as in fts_pool)
+        needles = [(t, f" {t} ") for t in request.terms] if fts else []
         for index, row in enumerate(rows):
             memory_id, entry_id, version_id, content_hash, signal = row[:5]
-            stored_text = row[text_at]
             manifest = manifests.get(memory_id)
             item = None if manifest is None else manifest.item(entry_id)
-            version, version_hash = versions.get(version_id, (None, None))
-            if (
-                item is None
-                or item.state != "active"
-                or item.entry_version_id != version_id
-                or item.entry_content_hash != content_hash
-                or version is None
-                or version.entry_id != entry_id
-                or version.memory_artifact_id != memory_id
-                or version_hash != item.entry_content_hash
-            ):
+            if (item is None or item.state != "active" or item.entry_version_id != version_id
+                    or item.entry_content_hash != content_hash):
                 continue
-            common = dict(
-                channel=channel,
-                rank=len(out) + 1,
-                memory_ref=refs[memory_id],
-                entry_id=entry_id,
-                entry_version_id=version_id,
-                entry_content_hash=content_hash,
-                kind=version.kind,
-                text=version.text,
-                # The script of the entry as its stored analyzer tokens show it: no
-                # re-analysis of candidate texts on the search path.
-                script=self._script_of(stored_text),
-                query_script=request.query_script,
-            )
-            if channel == "fts":
-                stored = frozenset(stored_text.split(" "))  # as in fts_pool
-                matched = tuple(t for t in request.terms if t in stored)
-                out.append(ChannelCandidate(**common, matched_terms=matched, query_term_count=len(request.terms),
-                                            pool_rank=pool_ranks[index]))
+            version, version_hash = versions.get(version_id, (None, None))
+            if (version is None or version.entry_id != entry_id or version.memory_artifact_id != memory_id
+                    or version_hash != content_hash):
+                continue
+            stored_text = row[text_at]
+            # The script of the entry as its stored analyzer tokens show it: no
+            # re-analysis of candidate texts on the search path.
+            script = self._script_of(stored_text)
+            if fts:
+                padded = f" {stored_text} "
+                out.append(ChannelCandidate(
+                    channel, len(out) + 1, refs[memory_id], entry_id, version_id, content_hash, version.kind,
+                    version.text, matched_terms=tuple(t for t, needle in needles if needle in padded),
+                    query_term_count=len(request.terms), script=script, query_script=query_script,
+                    pool_rank=pool_ranks[index],
+                ))
             else:
                 cosine = cosine_from_l2(float(signal))
                 out.append(ChannelCandidate(
-                    **common, cosine=cosine,
+                    channel, len(out) + 1, refs[memory_id], entry_id, version_id, content_hash, version.kind,
+                    version.text, cosine=cosine,
                     centred=None if query_dot_centroid is None else cosine - query_dot_centroid,
-                    covered=(None if request.query_script is None
-                             else profile.covers(request.query_script) and profile.covers(common["script"])),
+                    script=script, query_script=query_script,
+                    covered=None if query_script is None else query_covered and profile.covers(script),
                 ))
         return tuple(out)
 
