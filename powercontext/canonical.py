@@ -89,25 +89,39 @@ def embedding_content_hash(profile: Any, entry_hash: str) -> str:
     )
 
 
-def embedding_content_hasher(profile: Any) -> Callable[[str], str]:
-    """``embedding_content_hash(profile, ·)`` for one profile, for checking every head
-    row of a Memory: encoding the profile per row was 98 % of the first vector search
-    after a reopen (4.4 s at 20k entries). The canonical bytes are encoded once, by
-    the same encoder, around a placeholder hash, and each entry hash that is 64
-    lowercase hex digits (a JSON string no escaping or NFC changes) is put in its
-    place. Anything else, or a template that fails its own check, takes the full path."""
+def embedding_hash_template(profile: Any) -> tuple[bytes, bytes] | None:
+    """(prefix, suffix) with ``embedding_content_hash(profile, h) ==
+    sha256(prefix + h + suffix)`` for every entry hash ``h`` of 64 lowercase hex digits
+    (a JSON string no escaping or NFC changes), or None when the profile's canonical
+    bytes cannot be split so (checked on a sample hash). The canonical bytes are made
+    once, by the same encoder, around a placeholder hash."""
     placeholder = "0" * 64
     head, found, tail = canonical_bytes({"profile": profile, "entry_content_hash": placeholder}).partition(
         placeholder.encode("ascii"))
+    if not found:
+        return None
+    prefix = EMBEDDING_CONTENT_DOMAIN + head
+    check = "f" * 64
+    if hashlib.sha256(prefix + check.encode("ascii") + tail).hexdigest() != embedding_content_hash(profile, check):
+        return None
+    return prefix, tail
+
+
+def embedding_content_hasher(profile: Any) -> Callable[[str], str]:
+    """``embedding_content_hash(profile, ·)`` for one profile, for checking every head
+    row of a Memory: encoding the profile per row was 98 % of the first vector search
+    after a reopen (4.4 s at 20k entries). Entry hashes that are 64 lowercase hex
+    digits go through ``embedding_hash_template``; anything else takes the full path."""
+    template = embedding_hash_template(profile)
+    if template is None:
+        return functools.partial(embedding_content_hash, profile)
+    prefix, suffix = template
 
     def spliced(entry_hash: str) -> str:
-        if not _SHA256_HEX.fullmatch(entry_hash):
+        if not is_sha256_hex(entry_hash):
             return embedding_content_hash(profile, entry_hash)
-        return sha256_hex(EMBEDDING_CONTENT_DOMAIN, head + entry_hash.encode("ascii") + tail)
+        return hashlib.sha256(prefix + entry_hash.encode("ascii") + suffix).hexdigest()
 
-    check = "f" * 64
-    if not found or spliced(check) != embedding_content_hash(profile, check):
-        return functools.partial(embedding_content_hash, profile)
     return spliced
 
 

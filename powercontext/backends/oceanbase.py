@@ -530,6 +530,26 @@ class OceanBaseMemoryBackend(HeadRows, PacketLimit, PortableSQL, DatabaseMemoryB
         )
         return [(c, e, bool(v)) for c, e, v in tx.fetchall()]
 
+    def _vectors_proven_by_server(self, tx, artifact_id):
+        # The server hashes each row as canonical.embedding_hash_template splices it and
+        # counts the rows that pass; only rows whose entry hash is 64 lowercase hex digits
+        # can (the template's domain), and the hash columns are utf8mb4_bin, so "=" is
+        # exact. Reading every row's two hashes into Python instead took 255 ms of the
+        # first search after a reopen at 20k entries. A row that fails here is judged
+        # by the full check in Python, which decides.
+        template = self.embedding_hash_template()
+        if template is None:
+            return False
+        prefix, suffix = template
+        tx.execute(
+            "SELECT COUNT(*), COALESCE(SUM(embedding IS NOT NULL AND entry_content_hash REGEXP '^[0-9a-f]{64}$' "
+            "AND embedding_content_hash = SHA2(CONCAT(%s, entry_content_hash, %s), 256)), 0) "
+            "FROM memory_entry_heads WHERE memory_artifact_id = %s",
+            (prefix, suffix, artifact_id),
+        )
+        total, passed = tx.fetchone()
+        return int(total) == int(passed)
+
     def _missing_vectors(self, tx, artifact_id):
         tx.execute(
             "SELECT COUNT(*) FROM memory_entry_heads WHERE memory_artifact_id = %s "

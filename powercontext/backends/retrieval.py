@@ -268,13 +268,23 @@ class AuthoritativeRetrieval:
 
     def _projection_complete(self, tx: Any, artifact_id: str) -> bool:
         """Complete iff every head row has a vector whose embedding hash matches this
-        profile and the row's content hash (RFC "Vector integrity")."""
+        profile and the row's content hash (RFC "Vector integrity"). A server that can
+        hash may prove it without sending the rows (``_vectors_proven_by_server``);
+        otherwise, or when it does not prove it, every row is read and checked here."""
         if self.embedding_profile is None or not self._vector_supported_sync():
             return False
+        if self._vectors_proven_by_server(tx, artifact_id):
+            return True
         return all(
             has_vector and embedding_hash == self.expected_embedding_hash(content_hash)
             for content_hash, embedding_hash, has_vector in self._vector_rows(tx, artifact_id)
         )
+
+    def _vectors_proven_by_server(self, tx: Any, artifact_id: str) -> bool:
+        """True only when the database itself found every head row complete by the rule
+        of ``_projection_complete``, hashing as ``canonical.embedding_hash_template``
+        does. False means "not proven there", never "incomplete"."""
+        return False
 
     def _completeness_after_commit(self, base: ArtifactRef | None, head: ArtifactRef, rows_vectored: bool) -> None:
         """After this handle committed ``head`` on ``base``: if the base's vector

@@ -39,6 +39,11 @@ def _embedding_hasher(profile: EmbeddingProfile) -> Callable[[str], str]:
     return canonical.embedding_content_hasher(profile.to_canonical())
 
 
+@functools.lru_cache(maxsize=16)
+def _embedding_template(profile: EmbeddingProfile) -> tuple[bytes, bytes] | None:
+    return canonical.embedding_hash_template(profile.to_canonical())
+
+
 class CommitValidation:
     """Mixin of DatabaseMemoryBackend: the checks of a commit. ``_check_plan`` needs
     only the plan and runs before the write lock is taken (hashing and normalizing a
@@ -191,6 +196,10 @@ class CommitValidation:
 
     def expected_embedding_hash(self, entry_hash: str) -> str:
         return _embedding_hasher(self.embedding_profile)(entry_hash)
+
+    def embedding_hash_template(self) -> tuple[bytes, bytes] | None:
+        """``canonical.embedding_hash_template`` of this database's profile."""
+        return _embedding_template(self.embedding_profile)
 
     @staticmethod
     def _check_new_version_content(v, plan, item) -> None:

@@ -294,3 +294,56 @@ async def test_profile_is_fixed_when_the_database_is_created(open_service, minil
         assert res.mode == "fts" and len(res) == 1 and "embedding" in res.fallback_reason
     finally:
         await plain.close()
+
+
+def _reopen_target(svc, backend_name):
+    return svc.backend.path if backend_name == "sqlite" else svc.backend.url
+
+
+async def test_after_a_reopen_a_complete_projection_is_proven_once(vsvc, docs, minilm, backend_name, monkeypatch):
+    """A handle that did not write the head checks every row's embedding hash once. On
+    OceanBase the server hashes them (no row comes back to Python); on SQLite they are
+    read and hashed here."""
+    rev, _ = docs
+    fresh = await pc.open(_reopen_target(vsvc, backend_name), embedding=minilm)
+    try:
+        reads = []
+        real = fresh.backend._vector_rows
+        monkeypatch.setattr(fresh.backend, "_vector_rows", lambda tx, a: reads.append(a) or real(tx, a))
+        for query, _ in PARAPHRASES[:2]:
+            assert (await fresh.search(query, memories=(rev,), mode="hybrid", policy=LOW)).hits
+        assert reads == ([] if backend_name == "oceanbase" else [rev.artifact_id])
+    finally:
+        await fresh.close()
+
+
+@pytest.mark.parametrize("tamper", ["another hash", "the hash in upper case", "no vector"])
+async def test_after_a_reopen_one_stale_vector_makes_the_projection_incomplete(vsvc, docs, minilm, backend_name, tamper):
+    """The completeness check of a handle that did not write the head (server-side on
+    OceanBase) finds one altered row among five: a hybrid search refuses, auto falls
+    back to full-text. The upper-case hash is the same hex number: only an exact
+    comparison tells it apart."""
+    rev, _ = docs
+    (entry, *_) = await vsvc.entries(rev)
+    version = entry.entry_version_id
+    if backend_name == "sqlite":
+        table, where = "memory_entry_vector_metadata", "entry_version_id = ?"
+    else:
+        table, where = "memory_entry_heads", "entry_version_id = ?"
+    ((stored,),) = await sql(vsvc, f"SELECT embedding_content_hash FROM {table} WHERE {where}", (version,))
+    if tamper == "another hash":
+        await sql(vsvc, f"UPDATE {table} SET embedding_content_hash = ? WHERE {where}", ("0" * 64, version))
+    elif tamper == "the hash in upper case":
+        await sql(vsvc, f"UPDATE {table} SET embedding_content_hash = ? WHERE {where}", (stored.upper(), version))
+    elif backend_name == "sqlite":
+        await sql(vsvc, "DELETE FROM memory_entry_search_vector WHERE rowid = "
+                        "(SELECT projection_id FROM memory_entry_heads WHERE entry_version_id = ?)", (version,))
+    else:
+        await sql(vsvc, "UPDATE memory_entry_heads SET embedding = NULL WHERE entry_version_id = ?", (version,))
+    fresh = await pc.open(_reopen_target(vsvc, backend_name), embedding=minilm)
+    try:
+        with pytest.raises(pc.CapabilityNotSupportedError, match="rebuild_projections"):
+            await fresh.search(PARAPHRASES[0][0], memories=(rev,), mode="hybrid", policy=LOW)
+        assert (await fresh.search(DOCS[0], memories=(rev,), mode="auto", policy=LOW)).mode == "fts"
+    finally:
+        await fresh.close()
