@@ -105,14 +105,8 @@ class AuthoritativeRetrieval:
             raw: dict[str, list[tuple[Any, ...]]] = {}
             pool_ranks: list[int] = []
             query_dot_centroid = None
-            if "fts" in request.channels and request.terms:
-                rows = self._fts_query(tx, ids, request.terms, fts_fetch_size(request.pool))
-                pooled = fts_pool(rows, request.terms, request.pool)
-                raw["fts"] = [row for row, _ in pooled]
-                pool_ranks = [r for _, r in pooled]
-            elif "fts" in request.channels:
-                raw["fts"] = []
-            if "vector" in request.channels:
+            vector = "vector" in request.channels
+            if vector:
                 if request.query_vector is None or self.embedding_profile is None:
                     raise CapabilityNotSupportedError("vector retrieval needs a vector projection and a query vector")
                 check_vector(request.query_vector, self.embedding_profile)
@@ -121,7 +115,20 @@ class AuthoritativeRetrieval:
                         raise CapabilityNotSupportedError(
                             f"the vector projection of {ref} is incomplete; run rebuild_projections()"
                         )
-                raw["vector"] = self._vector_query(tx, ids, request.query_vector, request.pool)
+            # The two channel queries back to back, the Python on their rows after: run
+            # between them it made the second one slower (caches), ~0.3 ms at 1k entries.
+            fts_rows = None
+            if "fts" in request.channels and request.terms:
+                fts_rows = self._fts_query(tx, ids, request.terms, fts_fetch_size(request.pool))
+            vector_rows = self._vector_query(tx, ids, request.query_vector, request.pool) if vector else None
+            if fts_rows is not None:
+                pooled = fts_pool(fts_rows, request.terms, request.pool)
+                raw["fts"] = [row for row, _ in pooled]
+                pool_ranks = [r for _, r in pooled]
+            elif "fts" in request.channels:
+                raw["fts"] = []
+            if vector_rows is not None:
+                raw["vector"] = vector_rows
                 mean = self._centroid_of(tx, request.memories, generation)
                 if mean is not None:
                     query_dot_centroid = centroid.dot(request.query_vector, mean)
