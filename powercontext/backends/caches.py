@@ -14,7 +14,7 @@ from several worker threads).
 
 Budgets: ``POWERCONTEXT_REVISION_CACHE_MB`` (default 64),
 ``POWERCONTEXT_VERSION_CACHE_MB`` (default 16) and ``POWERCONTEXT_PROVEN_CHUNKS_MB``
-(default 8; keys only, revision_store.py), or set ``max_bytes`` on a backend's
+(default 64; manifest groups shared with cached Revisions, revision_store.py), or set ``max_bytes`` on a backend's
 ``revision_cache`` / ``version_cache`` / ``proven_chunks`` at run time.
 """
 

@@ -366,10 +366,11 @@ def read_changes(root: str, fetch: Fetch, where: str) -> tuple[MemoryChange, ...
         raise InvalidCitationError(f"{where}: its change list does not parse (altered row): {exc}"[:500]) from None
 
 
-def decode(root: str, fetch: Fetch, where: str) -> tuple[str, Layout]:
+def decode(root: str, fetch: Fetch, where: str, known: Callable[[str], Group | None] | None = None) -> tuple[str, Layout]:
     """Reassemble the exact stored text of a chunked Revision (every chunk checked
     against its key) and the layout of its groups. The caller still checks the text
-    against the Revision's content hash and canonical form."""
+    against the Revision's content hash and canonical form. ``known(key)``: a Group
+    already parsed; it is taken instead of parsing a chunk holding exactly its text."""
     head_keys_, tail_key, index_keys = _root_keys(root, where)
     indexes = _fetch_verified(fetch, index_keys, where)
     group_keys = [k for ik in index_keys for k in indexes[ik].split(" ") if k]
@@ -377,6 +378,10 @@ def decode(root: str, fetch: Fetch, where: str) -> tuple[str, Layout]:
     groups = []
     for key in group_keys:
         text = leaves[key]
+        group = None if known is None else known(key)
+        if group is not None and group.text == text:
+            groups.append(group)
+            continue
         try:
             entries = tuple(MemoryManifestEntry(**e) for e in json.loads("[" + text + "]"))
         except (ValueError, TypeError) as exc:
@@ -386,3 +391,11 @@ def decode(root: str, fetch: Fetch, where: str) -> tuple[str, Layout]:
     text = head + ",".join(g.text for g in groups) + leaves[tail_key]
     others = (*((k, leaves[k]) for k in head_keys_), (tail_key, leaves[tail_key]), *((k, indexes[k]) for k in index_keys))
     return text, Layout(root, tuple(groups), tuple(dict(others).items()))
+
+
+def shell_text(layout: Layout, where: str) -> str:
+    """A decoded Revision's text without its manifest entries (head + tail: the change
+    list, the format and the schema), a JSON document of its own."""
+    head_keys_, tail_key, _ = _root_keys(layout.root, where)
+    texts = dict(layout.others)
+    return "".join(texts[k] for k in head_keys_) + texts[tail_key]

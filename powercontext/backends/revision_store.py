@@ -15,34 +15,35 @@ What a read checks (RFC 000: reading a Revision compares ID, hash and canonical 
   (commit bases: the new Revision is built on the verified base either way, and an
   altered chunk it shares is still refused by every later read of it).
 
-What a verification may skip (``proven_chunks``): re-canonicalizing a manifest group
-whose key this process has already seen ``encode`` produce from parsed entries. A
-chunk key is ``sha256(domain ‖ text)`` and every chunk read is still hashed to its key
-(``mc.decode``), so a stored group that names a proven key holds exactly the text that
-was canonical then — canonical text is a function of the bytes, which do not change
-under one key. Without this, every older Revision read for identity checks (the
-creating Revision of each version ``entries()`` returns) re-canonicalized the whole
-manifest it shares with the head: O(Revisions × entries) after a reopen. The set holds
-keys only, never content: nothing is served from it, the reassembled text is still
-compared with the re-encoded text and hashed whole against the Revision's content
-hash, so an altered chunk, root or hash column is refused exactly as before, proven
-or not (tests/conformance/test_proven_chunks.py).
+What a verification may skip (``proven_chunks``): parsing and re-canonicalizing a
+manifest group that ``mc.encode`` itself produced in this process (``encoded.fresh`` of
+a commit or of a verification: entries, their canonical text, its key), when a stored
+chunk holds exactly that text. Every chunk read is still hashed to its key
+(``mc.decode``) and compared with the proven group's text, so the stored bytes are the
+ones that were canonical for those entries. Without this, every older Revision read for
+identity checks (the creating Revision of each version ``entries()`` returns) parsed and
+re-canonicalized the whole manifest it shares with the head: O(Revisions × entries)
+after a reopen. Then the Revision's content is assembled from its decoded groups and
+change list, re-encoded, compared with the reassembled stored text byte for byte and
+hashed whole against the Revision's content hash — what is returned is exactly what
+those bytes encode — so an altered chunk, root or hash column is refused as before,
+proven or not (tests/conformance/test_proven_chunks.py).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .. import canonical
 from ..errors import ArtifactNotFoundError, InvalidCitationError, InvalidMemoryRequestError
-from ..model import ArtifactRef, MemoryContent, MemoryRevision, MemoryRevisionChanges, RevisionLineage
+from ..model import ArtifactRef, MemoryContent, MemoryManifest, MemoryRevision, MemoryRevisionChanges, RevisionLineage
 from . import manifest_chunks as mc
 from .caches import ByteLRU, budget_from_env
 from .rules import lineage_hash, stored_row
 
 ENTRY_OBJECT_BYTES = 500  # a parsed MemoryManifestEntry with its four strings, and its index slots
-PROVEN_KEY_BYTES = 200  # a 64-character key and its LRU slot: 8 MB hold ~40k groups (~650k entries)
 
 
 @dataclass
@@ -81,9 +82,9 @@ class RevisionStore:
         self.revision_cache = ByteLRU(
             budget_from_env("POWERCONTEXT_REVISION_CACHE_MB", 64), keep_oversize=True,
             replaces=lambda new, old: new.artifact_id != old.artifact_id or new.revision >= old.revision)
-        # keys of groups ``mc.encode`` canonicalized itself in this process (``encoded.fresh``,
-        # never a stored layout's groups: the set grows only from text this process built)
-        self.proven_chunks = ByteLRU(budget_from_env("POWERCONTEXT_PROVEN_CHUNKS_MB", 8))
+        # key -> Group that ``mc.encode`` canonicalized itself in this process (``encoded.fresh``,
+        # never a stored layout's groups: it grows only from text this process built)
+        self.proven_chunks = ByteLRU(budget_from_env("POWERCONTEXT_PROVEN_CHUNKS_MB", 64))
 
     # ---------------------------------------------------------------- reads
 
@@ -121,17 +122,19 @@ class RevisionStore:
         stored content hash: corruption of a Revision row or chunk is never read as truth."""
         stored_content, content_hash, lineage_text, stored_lineage_hash = row
         where = f"Revision {ref}"
-        stored_layout = None
+        stored_layout = proven = None
         if mc.is_chunked(stored_content):
-            text, stored_layout = mc.decode(stored_content, lambda keys: self._read_chunks(tx, keys), where)
+            # a stored group holding exactly a proven group's text is not parsed again
+            text, stored_layout = mc.decode(stored_content, lambda keys: self._read_chunks(tx, keys), where,
+                                            self.proven_chunks.get)
+            # nor canonicalized again: encode reuses it (comparing its entries)
+            known = tuple(g for g in stored_layout.groups if self.proven_chunks.get(g.key) is g)
+            proven = mc.Layout("", known) if known else None
         else:
             text = stored_content
         with stored_row(where):
-            content = MemoryContent.from_json(text)
+            content = MemoryContent.from_json(text) if stored_layout is None else self._content_of(stored_layout, where)
             lineage = RevisionLineage.from_json(lineage_text)
-        # stored groups under a proven key (their text hashed to it just now) are reused
-        # as canonical; encode still compares their entries with the parsed manifest's
-        proven = None if stored_layout is None else self._proven_groups(stored_layout.groups)
         encoded = mc.encode(content, proven, **self.chunk_sizes)
         if (encoded.text, encoded.content_hash) != (text, content_hash):
             raise InvalidCitationError(f"Revision {ref} does not match its content hash: the row was altered")
@@ -140,25 +143,26 @@ class RevisionStore:
             raise InvalidCitationError(f"Revision {ref}: its lineage does not match its lineage hash: the row was altered")
         self._prove(encoded.fresh)
         revision = MemoryRevision(ref=ref, content=content, content_hash=content_hash, lineage=lineage)
-        layout = encoded.layout
-        if stored_layout is not None:
-            # the stored grouping (what a chunk re-check compares), over the very entry
-            # objects of the manifest (so the next commit's reuse is identity checks)
-            groups, offset = [], 0
-            for g in stored_layout.groups:
-                groups.append(mc.Group(content.manifest.entries[offset:offset + len(g.entries)], g.text, g.key))
-                offset += len(g.entries)
-            layout = mc.Layout(stored_layout.root, tuple(groups), stored_layout.others)
-        return self._remember_verified(ref, row, revision, layout)
+        # the stored grouping (what a chunk re-check compares) is over the very entry
+        # objects of the manifest (so the next commit's reuse is identity checks)
+        return self._remember_verified(ref, row, revision, encoded.layout if stored_layout is None else stored_layout)
 
-    def _proven_groups(self, groups: Iterable[mc.Group]) -> mc.Layout | None:
-        known = tuple(g for g in groups if self.proven_chunks.get(g.key) is not None)
-        return mc.Layout("", known) if known else None
+    @staticmethod
+    def _content_of(layout: mc.Layout, where: str) -> MemoryContent:
+        """The MemoryContent of a decoded chunked Revision: change list, format and
+        schema parsed from its text without the entries, the entries those of its groups.
+        What it returns is what the caller then proves canonical: its re-encoded text
+        must equal the stored text byte for byte."""
+        shell = MemoryContent.from_json(mc.shell_text(layout, where))
+        if shell.manifest.entries:
+            raise InvalidCitationError(f"{where}: its change list chunk holds manifest entries (altered row)")
+        entries = tuple(itertools.chain.from_iterable(g.entries for g in layout.groups))
+        return MemoryContent(MemoryManifest(entries, shell.manifest.format), shell.changes, shell.schema)
 
     def _prove(self, groups: Iterable[mc.Group]) -> None:
         """Record groups whose text ``mc.encode`` canonicalized from their entries."""
         for g in groups:
-            self.proven_chunks.put(g.key, True, PROVEN_KEY_BYTES)
+            self.proven_chunks.put(g.key, g, g.nbytes)
 
     def _remember_verified(self, ref, row, revision, layout, validated: bool = False) -> CachedRevision:
         nbytes = layout.nbytes + len(row[2]) + ENTRY_OBJECT_BYTES * len(revision.manifest.entries)

@@ -1,9 +1,10 @@
 """Proven manifest groups (issue 15, a cold ``entries()``): a verification does not
-re-canonicalize a stored group whose chunk key this process has already seen
-``encode`` produce — so reading the older Revisions that created the head's versions
-costs their changes, not their manifests — and it detects every altered row exactly as
-before: chunk rows, Revision rows and version rows, whether the chunk involved was
-proven before the alteration or not (revision_store.py states the guarantee)."""
+parse or re-canonicalize a stored group holding exactly the text of a group this
+process has already seen ``encode`` produce — so reading the older Revisions that
+created the head's versions costs their changes, not their manifests — and it detects
+every altered row exactly as before: chunk rows, Revision rows and version rows,
+whether the chunk involved was proven before the alteration or not (revision_store.py
+states the guarantee)."""
 
 from __future__ import annotations
 
@@ -35,9 +36,11 @@ def _target(svc) -> str:
     return svc.backend.path if svc.backend.name == "sqlite" else svc.backend.url
 
 
-def _count_canonicalized(monkeypatch, backend) -> dict[int, int]:
-    """Groups ``encode`` canonicalized, per Revision number verified by ``backend``."""
+def _count_canonicalized(monkeypatch, backend, parsed: dict[int, int] | None = None) -> dict[int, int]:
+    """Groups ``encode`` canonicalized, per Revision number verified by ``backend``
+    (and, into ``parsed``, group chunks ``decode`` parsed)."""
     per: dict[int, int] = {}
+    parsed = {} if parsed is None else parsed
     current: list[int] = []
     real_group, real_verify = mc._group, backend._verify_revision
 
@@ -46,8 +49,16 @@ def _count_canonicalized(monkeypatch, backend) -> dict[int, int]:
             per[current[-1]] += 1
         return real_group(entries)
 
+    class CountingJson:
+        @staticmethod
+        def loads(text):
+            if current:
+                parsed[current[-1]] += 1
+            return json.loads(text)
+
     def verify(tx, ref, row):
         per.setdefault(ref.revision, 0)
+        parsed.setdefault(ref.revision, 0)
         current.append(ref.revision)
         try:
             return real_verify(tx, ref, row)
@@ -55,6 +66,7 @@ def _count_canonicalized(monkeypatch, backend) -> dict[int, int]:
             current.pop()
 
     monkeypatch.setattr(mc, "_group", group)
+    monkeypatch.setattr(mc, "json", CountingJson)
     monkeypatch.setattr(backend, "_verify_revision", verify)
     return per
 
@@ -66,25 +78,29 @@ async def _refused(awaitable, match=None):
 
 async def test_after_a_reopen_older_revisions_reuse_the_groups_the_head_proved(svc, monkeypatch):
     r1, head = await _history(svc)
+    parsed: dict[int, int] = {}
     async with await pc.open(_target(svc)) as fresh:
-        per = _count_canonicalized(monkeypatch, fresh.backend)
+        per = _count_canonicalized(monkeypatch, fresh.backend, parsed)
         assert len(await fresh.entries(head)) == N + 2
         groups = len(fresh.backend.revision_cache.get(head.ref).layout.groups)
     assert groups >= 8
-    # the head is verified first, every group canonicalized; then the Revisions that
-    # created its versions (1, 2, 3), which share all but the group their change fell in
-    assert per.pop(head.revision) == groups
-    assert sorted(per) == [1, 2, 3]
+    # the head is verified first, every group parsed and canonicalized; then the
+    # Revisions that created its versions (1, 2, 3), which share all but the group
+    # their change fell in
+    assert per.pop(head.revision) == parsed.pop(head.revision) == groups
+    assert sorted(per) == sorted(parsed) == [1, 2, 3]
     assert all(n <= 2 for n in per.values()), per  # was `groups` each: the whole manifest
+    assert all(n <= 2 for n in parsed.values()), parsed  # likewise (and it was parsed twice)
 
 
 async def test_groups_a_commit_canonicalized_are_not_canonicalized_again(svc, monkeypatch):
     r1, head = await _history(svc)
     svc.backend.revision_cache.max_bytes = 0  # every read verifies its Revision again
     svc.backend._identity_cache.clear()
-    per = _count_canonicalized(monkeypatch, svc.backend)
+    parsed: dict[int, int] = {}
+    per = _count_canonicalized(monkeypatch, svc.backend, parsed)
     assert len(await svc.entries(head)) == N + 2
-    assert sorted(per) == [1, 2, 3, 4] and sum(per.values()) == 0, per
+    assert sorted(per) == [1, 2, 3, 4] and sum(per.values()) == sum(parsed.values()) == 0, (per, parsed)
 
 
 async def test_a_cold_entries_hashes_each_version_once(svc, monkeypatch):
