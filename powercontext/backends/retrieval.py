@@ -162,8 +162,6 @@ class AuthoritativeRetrieval:
         query_script = request.query_script
         profile = self.embedding_profile
         query_covered = not fts and query_script is not None and profile.covers(query_script)
-        # " term " in " stored text ": the term is one of its tokens (as in fts_pool)
-        needles = [(t, f" {t} ") for t in request.terms] if fts else []
         for index, row in enumerate(rows):
             memory_id, entry_id, version_id, content_hash, signal = row[:5]
             manifest = manifests.get(memory_id)
@@ -180,10 +178,10 @@ class AuthoritativeRetrieval:
             # re-analysis of candidate texts on the search path.
             script = self._script_of(stored_text)
             if fts:
-                padded = f" {stored_text} "
+                stored = frozenset(stored_text.split(" "))  # its tokens, as fts_pool counts them
                 out.append(ChannelCandidate(
                     channel, len(out) + 1, refs[memory_id], entry_id, version_id, content_hash, version.kind,
-                    version.text, matched_terms=tuple(t for t, needle in needles if needle in padded),
+                    version.text, matched_terms=tuple(t for t in request.terms if t in stored),
                     query_term_count=len(request.terms), script=script, query_script=query_script,
                     pool_rank=pool_ranks[index],
                 ))
