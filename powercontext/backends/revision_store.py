@@ -125,10 +125,17 @@ class RevisionStore:
         stored_layout = proven = None
         if mc.is_chunked(stored_content):
             # a stored group holding exactly a proven group's text is not parsed again
+            looked_up: dict[str, mc.Group] = {}
+
+            def proven_group(key: str) -> mc.Group | None:
+                group = looked_up[key] = self.proven_chunks.get(key)
+                return group
+
             text, stored_layout = mc.decode(stored_content, lambda keys: self._read_chunks(tx, keys), where,
-                                            self.proven_chunks.get)
-            # nor canonicalized again: encode reuses it (comparing its entries)
-            known = tuple(g for g in stored_layout.groups if self.proven_chunks.get(g.key) is g)
+                                            proven_group)
+            # nor canonicalized again: encode reuses it (comparing its entries); the groups
+            # decode took from the cache, without a second locked lookup per group
+            known = tuple(g for g in stored_layout.groups if looked_up.get(g.key) is g)
             proven = mc.Layout("", known) if known else None
         else:
             text = stored_content
