@@ -404,7 +404,10 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
     def _read_head(self, tx: Any, artifact_id: str) -> int | None: ...
 
     @abstractmethod
-    def _read_heads(self, tx: Any, artifact_ids: Sequence[str]) -> dict[str, int]: ...
+    def _heads_and_revisions(self, tx: Any, refs: Sequence[ArtifactRef]
+                             ) -> tuple[dict[str, int], dict[ArtifactRef, tuple[Any, ...] | None]]:
+        """The heads of these Memories and the rows of exactly these Revisions (None
+        for a missing one), in one statement."""
 
     @abstractmethod
     def _list_heads(self, tx: Any) -> list[tuple[str, int]]: ...

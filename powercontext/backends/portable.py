@@ -34,15 +34,27 @@ class PortableSQL:
         rows = self._rows(tx, "SELECT revision FROM artifact_heads WHERE artifact_id = ?", (artifact_id,))
         return int(rows[0][0]) if rows else None
 
-    def _read_heads(self, tx, artifact_ids):
-        out = {}
-        for part in self._in_lists(list(artifact_ids)):
-            rows = self._rows(
-                tx, f"SELECT artifact_id, revision FROM artifact_heads WHERE artifact_id IN ({marks(len(part))})",
-                tuple(part),
-            )
-            out.update((a, int(r)) for a, r in rows)
-        return out
+    def _heads_and_revisions(self, tx, refs):
+        """The heads of the Memories of ``refs`` and the stored rows of exactly those
+        Revisions, in one statement: a search's re-check after its channel queries (on
+        OceanBase every statement is a round trip). The Revision rows come first, so
+        their column types set the result's. Returns ({artifact_id: revision},
+        {ref: (content, content_hash, lineage, lineage_hash)})."""
+        heads, revisions = {}, {}
+        for part in self._in_lists(list(refs)):
+            pairs = " OR ".join(["(artifact_id = ? AND revision = ?)"] * len(part))
+            sql = (f"SELECT 'r', artifact_id, revision, content, content_hash, lineage, lineage_hash "
+                   f"FROM artifact_revisions WHERE {pairs} "
+                   f"UNION ALL SELECT 'h', artifact_id, revision, NULL, NULL, NULL, NULL "
+                   f"FROM artifact_heads WHERE artifact_id IN ({marks(len(part))})")
+            params = tuple(v for ref in part for v in (ref.artifact_id, ref.revision))
+            params += tuple(ref.artifact_id for ref in part)
+            for kind, artifact_id, revision, *row in self._rows(tx, sql, params):
+                if kind == "h":
+                    heads[artifact_id] = int(revision)
+                else:
+                    revisions[(artifact_id, int(revision))] = tuple(row)
+        return heads, {ref: revisions.get((ref.artifact_id, ref.revision)) for ref in refs}
 
     def _search_state(self, tx, artifact_ids):
         """The heads of the searched Memories and the schema values a search checks

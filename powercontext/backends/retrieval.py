@@ -132,21 +132,21 @@ class AuthoritativeRetrieval:
                 mean = self._centroid_of(tx, request.memories, generation)
                 if mean is not None:
                     query_dot_centroid = centroid.dot(request.query_vector, mean)
-            # The manifests are the verified head Revisions (cached; their root rows are
-            # re-read and compared). Candidates are checked against them exactly, and a
-            # candidate's text comes from its version row hashed against the manifest;
-            # chunks are not re-read per search (revision_store.py: reads that return
-            # manifest content re-check theirs).
-            manifests = {r.artifact_id: self._cached_revision(tx, r, "root")
+            # The head must not have moved while the channel queries ran (READ
+            # COMMITTED databases see each statement's own snapshot); the same statement
+            # re-reads the head Revisions' rows, compared with the verified Revisions
+            # cached for them. Those are the manifests the candidates are checked
+            # against exactly, and a candidate's text comes from its version row hashed
+            # against the manifest; chunks are not re-read per search (revision_store.py:
+            # reads that return manifest content re-check theirs).
+            after, revision_rows = self._heads_and_revisions(tx, request.memories)
+            if after != heads:
+                raise _HeadMoved(f"heads {heads} became {after}")
+            manifests = {r.artifact_id: self._cached_revision_of_row(tx, r, revision_rows[r], "root")
                          for r in request.memories}
             channels = {name: self._authoritative(tx, name, rows, manifests, request, query_dot_centroid,
                                                   pool_ranks if name == "fts" else None)
                         for name, rows in raw.items()}
-            # The head must not have moved while the channel queries ran (READ
-            # COMMITTED databases see each statement's own snapshot).
-            after = self._read_heads(tx, ids)
-            if after != heads:
-                raise _HeadMoved(f"heads {heads} became {after}")
         return Retrieval(memories=request.memories, terms=request.terms, channels=channels)
 
     def _authoritative(self, tx, channel, rows, manifests, request, query_dot_centroid=None,

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from .. import canonical
 from ..errors import ArtifactNotFoundError, InvalidCitationError, InvalidMemoryRequestError
@@ -92,7 +92,12 @@ class RevisionStore:
         return self._cached_revision(tx, ref, check).revision
 
     def _cached_revision(self, tx: Any, ref: ArtifactRef, check: Any = "all") -> CachedRevision:
-        row = self._read_revision(tx, ref.artifact_id, ref.revision)
+        return self._cached_revision_of_row(tx, ref, self._read_revision(tx, ref.artifact_id, ref.revision), check)
+
+    def _cached_revision_of_row(self, tx: Any, ref: ArtifactRef, row: Sequence[Any] | None,
+                                check: Any = "all") -> CachedRevision:
+        """``_cached_revision`` of the row the caller read in this transaction (a
+        search reads its heads' rows with its head re-check)."""
         if row is None:
             if self._read_head(tx, ref.artifact_id) is None:
                 raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")

@@ -139,19 +139,21 @@ async def test_a_warm_hybrid_search_is_one_round_trip(vsvc, docs, minilm, backen
 async def test_a_warm_search_reads_c_bar_once_per_head_and_projection_generation(vsvc, docs, minilm, backend_name,
                                                                                   monkeypatch):
     # Issue 15: every statement is a round trip on OceanBase. A warm hybrid search reads
-    # the heads with the schema values it checks in one statement, and the vector sums
-    # behind c̄ once per (heads, projection generation). A rebuild in another handle
-    # bumps the generation, so the sums are read again there.
+    # the heads with the schema values it checks in one statement, the heads again with
+    # the head Revisions' rows in one statement after the channel queries, and the
+    # vector sums behind c̄ once per (heads, projection generation). A rebuild in
+    # another handle bumps the generation, so the sums are read again there.
     rev, _ = docs
     query = "javascript dependencies, and who has to approve schema changes"
     first = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW, explain=True)
     reads = []
-    for name in ("_read_vector_sum", "_read_schema_value", "_projection_generation", "_read_heads", "_search_state"):
+    for name in ("_read_vector_sum", "_read_schema_value", "_projection_generation", "_read_revision",
+                 "_read_head", "_search_state", "_heads_and_revisions"):
         real = getattr(vsvc.backend, name)
         monkeypatch.setattr(vsvc.backend, name, lambda *a, _n=name, _r=real: reads.append(_n) or _r(*a))
     again = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW, explain=True)
     assert again.hits == first.hits and again.decisions == first.decisions
-    assert reads == ["_search_state", "_read_heads"]  # the heads again after the channel queries
+    assert reads == ["_search_state", "_heads_and_revisions"]  # no separate Revision row read
     other = await pc.open(vsvc.backend.path if backend_name == "sqlite" else vsvc.backend.url, embedding=minilm)
     try:
         await other.rebuild_projections((rev,))
