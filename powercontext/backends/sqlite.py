@@ -137,6 +137,15 @@ def _float32(values: Sequence[float]) -> bytes:
     return struct.pack(f"<{len(values)}f", *values)
 
 
+# A Memory's head rows, each with its vector metadata if that row is for the same
+# version and content hash (else NULLs): the anti-join of the completeness checks.
+_HEAD_METADATA = (
+    "FROM memory_entry_heads AS h LEFT JOIN memory_entry_vector_metadata AS m "
+    "ON m.projection_id = h.projection_id AND m.entry_version_id = h.entry_version_id "
+    "AND m.entry_content_hash = h.entry_content_hash WHERE h.memory_artifact_id = ?"
+)
+
+
 class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     name = "sqlite"
     max_workers = 1
@@ -430,16 +439,30 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         return self._vector_tables
 
     def _vector_rows(self, tx, artifact_id):
-        # The anti-join: a head row with no matching metadata (same version and content
-        # hash) or no vec0 row comes back with has_vector = 0.
+        # The metadata anti-join per row, and the Memory's vec0 rows counted in one
+        # statement: probing vec0 by rowid for every row (EXISTS) cost ~14 µs a row,
+        # 280 of 320 ms at 20k entries, where vec0 counts a rowid IN (…) in 23 ms.
+        # Rowids are unique, so the count equals the head rows' iff each has its vec0
+        # row; only when it does not are the rows probed one by one, to say which.
+        rows = [
+            (content_hash, embedding_hash, bool(has_metadata))
+            for content_hash, embedding_hash, has_metadata in tx.execute(
+                f"SELECT h.entry_content_hash, m.embedding_content_hash, m.projection_id IS NOT NULL {_HEAD_METADATA}",
+                (artifact_id,),
+            )
+        ]
+        (in_vec0,) = tx.execute(
+            "SELECT COUNT(*) FROM memory_entry_search_vector WHERE rowid IN "
+            "(SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id = ?)",
+            (artifact_id,),
+        ).fetchone()
+        if in_vec0 == len(rows):
+            return rows
         return [
             (content_hash, embedding_hash, bool(has_vector))
             for content_hash, embedding_hash, has_vector in tx.execute(
-                "SELECT h.entry_content_hash, m.embedding_content_hash, "
-                "m.projection_id IS NOT NULL AND EXISTS (SELECT 1 FROM memory_entry_search_vector v WHERE v.rowid = h.projection_id) "
-                "FROM memory_entry_heads AS h LEFT JOIN memory_entry_vector_metadata AS m "
-                "ON m.projection_id = h.projection_id AND m.entry_version_id = h.entry_version_id "
-                "AND m.entry_content_hash = h.entry_content_hash WHERE h.memory_artifact_id = ?",
+                "SELECT h.entry_content_hash, m.embedding_content_hash, m.projection_id IS NOT NULL AND EXISTS "
+                f"(SELECT 1 FROM memory_entry_search_vector v WHERE v.rowid = h.projection_id) {_HEAD_METADATA}",
                 (artifact_id,),
             )
         ]
@@ -447,12 +470,10 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
     def _missing_vectors(self, tx, artifact_id):
         # Metadata and vec0 rows are written and deleted together in one transaction, so
         # the per-search check joins the metadata only: probing vec0 by rowid costs ~4 µs
-        # a row (40 ms at 10k entries). _vector_rows, run once per head Revision, probes
-        # vec0 too.
+        # a row (40 ms at 10k entries). _vector_rows, run once per head Revision, counts
+        # vec0's rows too.
         return tx.execute(
-            "SELECT COUNT(*) FROM memory_entry_heads AS h LEFT JOIN memory_entry_vector_metadata AS m "
-            "ON m.projection_id = h.projection_id AND m.entry_version_id = h.entry_version_id "
-            "AND m.entry_content_hash = h.entry_content_hash WHERE h.memory_artifact_id = ? AND m.projection_id IS NULL",
+            f"SELECT COUNT(*) {_HEAD_METADATA} AND m.projection_id IS NULL",
             (artifact_id,),
         ).fetchone()[0]
 
