@@ -66,6 +66,47 @@ def canonical_text(value: Any) -> str:
     return canonical_bytes(value).decode("utf-8")
 
 
+# Printable ASCII other than '"' and '\\': RFC 8785 writes such a string as it is, between
+# quotes, and NFC leaves it alone.
+_PLAIN_STRING = re.compile(r'[\x20\x21\x23-\x5b\x5d-\x7e]*')
+_PLAIN_KEY = re.compile(r"[a-z_]+")
+
+
+@functools.lru_cache(maxsize=64)
+def _object_format(keys: tuple[str, ...], nulls: tuple[bool, ...]) -> str:
+    """``canonical_text`` of an object with these (plain) keys whose values are null
+    where ``nulls`` says so and otherwise the %-format field ``%(key)s``: a plain
+    string, so the encoder writes it as it is."""
+    return canonical_text({k: None if null else f"%({k})s" for k, null in zip(keys, nulls)})
+
+
+def objects_text(objects: Sequence[dict[str, Any]]) -> str:
+    """``canonical_text(list(objects))`` without its brackets: the objects' canonical
+    texts joined by commas (a manifest group's stored text, a change list's).
+
+    When every object has the first one's keys and every value is None or a plain
+    string (see ``_PLAIN_STRING``: manifest entries and changes, whose ids and hashes
+    are printable ASCII), each object's text is the encoder's own text of that shape
+    (its keys, and which values are null) filled with the values: neither the key order
+    nor a plain string's form depends on the values. Otherwise the encoder
+    canonicalizes them one by one. Verifying a 20k-entry head Revision spent 1.2 of its
+    1.7 s in the encoder before (tests/unit/test_canonical_objects.py holds the two
+    paths equal)."""
+    if not objects:
+        return ""
+    try:
+        keys = objects[0].keys()
+        plain = (all(_PLAIN_KEY.fullmatch(k) for k in keys) and all(o.keys() == keys for o in objects)
+                 and _PLAIN_STRING.fullmatch("".join(
+                     v for o in objects for v in o.values() if v is not None)) is not None)
+    except (AttributeError, TypeError):  # not a dict, or a key or value that is neither
+        plain = False
+    if not plain:
+        return canonical_text(list(objects))[1:-1]
+    order = tuple(keys)
+    return ",".join(_object_format(order, tuple(o[k] is None for k in order)) % o for o in objects)
+
+
 def sha256_hex(domain: bytes, payload: bytes) -> str:
     return hashlib.sha256(domain + payload).hexdigest()
 

@@ -249,7 +249,7 @@ def _index(keys: Sequence[str], target: int, cap: int, bits: Iterable[int] | Non
 
 
 def _head(changes: Iterable[MemoryChange]) -> str:
-    return '{"changes":' + canonical.canonical_text([c.to_canonical() for c in changes]) + _ENTRIES_OPEN
+    return '{"changes":[' + canonical.objects_text([c.to_canonical() for c in changes]) + "]" + _ENTRIES_OPEN
 
 
 def _tail(manifest: MemoryManifest, schema: str) -> str:
@@ -259,7 +259,7 @@ def _tail(manifest: MemoryManifest, schema: str) -> str:
 
 def _group(entries: tuple[MemoryManifestEntry, ...]) -> Group:
     # one canonicalization per group: the array's text without its brackets
-    text = canonical.canonical_text([e.to_canonical() for e in entries])[1:-1]
+    text = canonical.objects_text([e.to_canonical() for e in entries])
     return Group(entries, text, chunk_key(text))
 
 
