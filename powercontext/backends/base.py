@@ -221,7 +221,11 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
                 version, actual = hashed.get(items[entry_id].entry_version_id, (None, None))
                 self._check_version(version, ref, items[entry_id], actual)
                 out[entry_id] = version
-            self._verify_identities(tx, out.values(), hashed)
+            # the older Revisions that created these versions (read next) must not push
+            # this one out of the revision cache: it created some of them itself and is
+            # read again to check those — at 20k entries it was verified twice (caches.py)
+            with self.revision_cache.pinned((ref,)):
+                self._verify_identities(tx, out.values(), hashed)
             return out
 
     def _expand_sync(self, citations: tuple[Any, ...]) -> tuple[MemoryEntryVersion, ...]:
@@ -253,7 +257,8 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
                 version = self._versions(tx, [version_id]).get(version_id)
                 self._check_version(version, ref, item)
                 out.append(version)
-            self._verify_identities(tx, out)
+            with self.revision_cache.pinned(c.memory_ref for c in citations):  # as in _load_manifest_versions_sync
+                self._verify_identities(tx, out)
             return tuple(out)
 
     # ---------------------------------------------------------------- sources

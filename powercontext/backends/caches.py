@@ -12,6 +12,15 @@ most ``max_bytes`` plus that one item, whose manifest objects the caller holds a
 ``max_bytes = 0`` still disables the cache. Thread-safe (the OceanBase adapter reads
 from several worker threads).
 
+``pinned(keys)`` keeps items from being evicted for the length of a block: a cold
+``entries(head)`` at 20k entries reads the older Revisions that created the head's
+versions (~19 MB each here) and, by plain LRU, they pushed the head out of the 64 MB
+budget and the same call verified the head a second time. A pin changes only which
+items go first, never the total: to make room, ``put`` evicts unpinned items, least
+recently used first; if pinned items leave no room, the new item is not kept (as if it
+were over the budget). So ``nbytes <= max_bytes`` still holds after every ``put``;
+lowering ``max_bytes`` evicts pinned items too.
+
 Budgets: ``POWERCONTEXT_REVISION_CACHE_MB`` (default 64),
 ``POWERCONTEXT_VERSION_CACHE_MB`` (default 16) and ``POWERCONTEXT_PROVEN_CHUNKS_MB``
 (default 64; manifest groups shared with cached Revisions, revision_store.py), or set ``max_bytes`` on a backend's
@@ -23,7 +32,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from typing import Any, Callable, Hashable
+from contextlib import contextmanager
+from typing import Any, Callable, Hashable, Iterable, Iterator
 
 
 def budget_from_env(name: str, default_mb: float) -> int:
@@ -45,6 +55,7 @@ class ByteLRU:
         self._oversize: tuple[Hashable, Any, int] | None = None  # (key, value, nbytes)
         # whether a new oversize key may take the slot from the one there (default: yes)
         self._replaces = replaces or (lambda new, old: True)
+        self._pins: dict[Hashable, int] = {}  # key -> blocks pinning it (threads may nest)
         self.max_bytes = max_bytes
 
     @property
@@ -55,14 +66,43 @@ class ByteLRU:
     def max_bytes(self, value: int) -> None:
         with self._lock:
             self._max_bytes = int(value)
-            self._trim()
+            self._trim(respect_pins=False)
             if self._max_bytes <= 0:
                 self._oversize = None
 
-    def _trim(self) -> None:
-        while self._bytes > self._max_bytes and self._items:
-            _, (_, size) = self._items.popitem(last=False)
-            self._bytes -= size
+    def _trim(self, respect_pins: bool = True) -> None:
+        if not (respect_pins and self._pins):
+            while self._bytes > self._max_bytes and self._items:
+                _, (_, size) = self._items.popitem(last=False)
+                self._bytes -= size
+            return
+        over, victims = self._bytes - self._max_bytes, []
+        for key, (_, size) in self._items.items():  # least recently used first
+            if over <= 0:
+                break
+            if key not in self._pins:
+                victims.append(key)
+                over -= size
+        for key in victims:
+            self._bytes -= self._items.pop(key)[1]
+
+    @contextmanager
+    def pinned(self, keys: Iterable[Hashable]) -> Iterator[None]:
+        """Within the block, the items under ``keys`` (cached now or put meanwhile) are
+        not evicted to make room for others; see the module docstring for the budget."""
+        keys = list(dict.fromkeys(keys))
+        with self._lock:
+            for key in keys:
+                self._pins[key] = self._pins.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                for key in keys:
+                    if self._pins[key] == 1:
+                        del self._pins[key]
+                    else:
+                        self._pins[key] -= 1
 
     @property
     def nbytes(self) -> int:
@@ -97,9 +137,12 @@ class ByteLRU:
                         self._oversize is None or self._replaces(key, self._oversize[0])):
                     self._oversize = (key, value, nbytes)
                 return
+            if self._pins and nbytes > self._max_bytes - sum(
+                    self._items[k][1] for k in self._pins if k in self._items):
+                return  # the pinned items leave no room for it: not kept, nothing evicted
             self._items[key] = (value, nbytes)
             self._bytes += nbytes
-            self._trim()
+            self._trim()  # evicts only unpinned items, and never this one (it fits beside the pinned)
 
     def discard_if(self, predicate: Callable[[Hashable], bool]) -> None:
         with self._lock:

@@ -78,7 +78,9 @@ class RevisionStore:
     def _init_revision_store(self) -> None:
         # A Revision over the whole budget (a 100k-entry head) has a slot of its own
         # (caches.py); an older Revision of the same Memory, read for history or identity
-        # checks, does not take it from a later one: the head stays.
+        # checks, does not take it from a later one: the head stays. Within the budget, a
+        # read that checks the versions of the Revision it returns pins that Revision
+        # while it reads their older creators (base.py, caches.py ``pinned``).
         self.revision_cache = ByteLRU(
             budget_from_env("POWERCONTEXT_REVISION_CACHE_MB", 64), keep_oversize=True,
             replaces=lambda new, old: new.artifact_id != old.artifact_id or new.revision >= old.revision)

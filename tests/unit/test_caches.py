@@ -55,3 +55,31 @@ def test_the_revision_cache_keeps_one_oversize_item_beside_its_budget():
     plain = ByteLRU(100)  # the default (the version cache): an oversize item is not kept
     plain.put("big", "B", 101)
     assert plain.get("big") is None
+
+
+def test_pinned_items_are_not_evicted_and_the_budget_still_holds():
+    """An entries() pass pins the Revision it returns while it reads the older ones
+    (base.py): they must not evict it, and the budget must hold all the same."""
+    cache = ByteLRU(100)
+    cache.put("head", "H", 40)
+    with cache.pinned(["head"]):
+        for key in "abc":  # each evicts the least recently used unpinned item, not the head
+            cache.put(key, key.upper(), 40)
+            assert cache.get("head") == "H" and cache.nbytes <= 100
+        assert cache.get("a") is None and cache.get("b") is None and cache.get("c") == "C"
+        cache.put("big", "B", 70)  # room only by evicting the head: not kept, nothing evicted
+        assert cache.get("big") is None and cache.get("c") == "C" and cache.nbytes == 80
+        with cache.pinned(["head", "c"]):  # pins nest (two passes over the same head)
+            cache.put("d", "D", 30)
+            assert cache.get("d") is None and cache.nbytes == 80
+        cache.put("d", "D", 30)  # "c" is unpinned again: it goes, the head stays
+        assert cache.get("c") is None and cache.get("head") == "H" and cache.nbytes == 70
+        cache.max_bytes = 30  # lowering the budget evicts pinned items too
+        assert cache.get("head") is None and cache.nbytes == 0
+        cache.max_bytes = 100
+    for key in "efg":  # out of the block the head is an ordinary item again
+        cache.put(key, key.upper(), 40)
+    cache.put("head", "H", 40)
+    for key in "hij":
+        cache.put(key, key.upper(), 40)
+    assert cache.get("head") is None and cache.nbytes <= 100
