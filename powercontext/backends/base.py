@@ -215,7 +215,8 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
             for entry_id in wanted:
                 if entry_id not in items:
                     raise MemoryEntryNotFoundError(f"entry {entry_id!r} is not in the manifest of {ref}")
-            hashed = self._hashed_versions(tx, [items[e].entry_version_id for e in wanted])
+            rows: dict[str, tuple[Any, ...]] = {}
+            hashed = self._hashed_versions(tx, [items[e].entry_version_id for e in wanted], rows=rows)
             out = {}
             for entry_id in wanted:
                 version, actual = hashed.get(items[entry_id].entry_version_id, (None, None))
@@ -225,7 +226,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
             # this one out of the revision cache: it created some of them itself and is
             # read again to check those — at 20k entries it was verified twice (caches.py)
             with self.revision_cache.pinned((ref,)):
-                self._verify_identities(tx, out.values(), hashed)
+                self._verify_identities(tx, out.values(), hashed, rows)
             return out
 
     def _expand_sync(self, citations: tuple[Any, ...]) -> tuple[MemoryEntryVersion, ...]:

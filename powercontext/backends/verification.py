@@ -98,12 +98,15 @@ class VerifiedReads:
     # ---------------------------------------------------------------- identity
 
     def _verify_identities(self, tx: Any, versions: Iterable[MemoryEntryVersion],
-                           hashes: "Mapping[str, tuple[MemoryEntryVersion, str]] | None" = None) -> None:
+                           hashes: "Mapping[str, tuple[MemoryEntryVersion, str]] | None" = None,
+                           rows: "Mapping[str, tuple[Any, ...]] | None" = None) -> None:
         """Check version number, predecessor and creating Revision of each version
         (and, on the way, the content of every version in its chain). ``hashes``: the
         content hashes the caller computed for these versions (``_hashed_versions``),
         so that checking each against its creating Revision does not hash it again
-        (rfc8785 of 20k versions, twice, was a third of a cold ``entries()``)."""
+        (rfc8785 of 20k versions, twice, was a third of a cold ``entries()``). ``rows``:
+        the stored rows those versions were decoded from; a chain row equal to one is
+        that version (decoding is a function of the row's values), not decoded again."""
         with self._identity_lock:
             todo = [v for v in versions if self._identity_cache.get(v.entry_version_id) != v]
         by_entry: dict[tuple[str, str], list[MemoryEntryVersion]] = {}
@@ -120,7 +123,8 @@ class VerifiedReads:
             for part in self._in_lists(entry_ids):
                 chains: dict[str, dict[str, MemoryEntryVersion]] = {}
                 for row in self._read_entries_versions(tx, artifact_id, part):
-                    v = self._version_from_row(row)
+                    row = tuple(row)
+                    v = hashes[row[2]][0] if rows and hashes and rows.get(row[2]) == row else self._version_from_row(row)
                     chains.setdefault(v.entry_id, {})[v.entry_version_id] = v
                 for entry_id in part:
                     chain = chains.get(entry_id, {})

@@ -21,7 +21,8 @@ class VersionRows:
     def _versions(self, tx: Any, version_ids: Sequence[str]) -> dict[str, MemoryEntryVersion]:
         return {v.entry_version_id: v for v, _ in self._hashed_versions(tx, version_ids).values()}
 
-    def _hashed_versions(self, tx: Any, version_ids: Sequence[str], reread: bool = True) -> dict[str, tuple[MemoryEntryVersion, str]]:
+    def _hashed_versions(self, tx: Any, version_ids: Sequence[str], reread: bool = True,
+                         rows: dict[str, tuple[Any, ...]] | None = None) -> dict[str, tuple[MemoryEntryVersion, str]]:
         """Version rows decoded with the hash of their canonical content, cached by id
         with the exact stored values they were computed from. A row read again is
         served from the cache only if its values are those very values.
@@ -31,7 +32,12 @@ class VersionRows:
         verified head manifest's, exactly as for a fresh read — the same footing as the
         manifest chunks, which are verified once and not re-read per search
         (revision_store.py). A row altered in the database since is what ``verify``
-        reports; a search still returns only content that hashes to the manifest."""
+        reports; a search still returns only content that hashes to the manifest.
+
+        ``rows``, if given, receives the exact stored row each version was decoded from
+        (``_verify_identities`` reads the same rows again in their chains: an equal row
+        need not be decoded a second time — at 20k entries the version cache cannot
+        bridge the two reads)."""
         ids = list(dict.fromkeys(version_ids))
         out: dict[str, tuple[MemoryEntryVersion, str]] = {}
         if not reread:
@@ -51,6 +57,8 @@ class VersionRows:
                     hit = (version, version_content_hash(version))
                     self.version_cache.put(row[2], (row, hit), 2 * sum(len(str(c)) for c in row) + 600)
                 out[row[2]] = hit
+                if rows is not None:
+                    rows[row[2]] = row
         return out
 
     def _in_lists(self, values: Sequence[Any]) -> list[list[Any]]:

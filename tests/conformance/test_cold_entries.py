@@ -4,7 +4,9 @@
   versions; at 20k entries each is ~19 MB in the 64 MB revision cache, and by plain LRU
   they evicted the head — which created versions too, so the same call read it again
   and verified it a second time. The head is pinned for the pass (base.py, caches.py):
-  the older ones evict each other, and the budget still holds."""
+  the older ones evict each other, and the budget still holds.
+* It decodes each version row once: the chains re-read the rows ``_hashed_versions``
+  decoded, and at 20k versions the version cache cannot bridge the two reads."""
 
 from __future__ import annotations
 
@@ -47,3 +49,14 @@ async def test_a_cold_entries_verifies_the_head_once_when_older_revisions_fill_t
             await fresh.revision(pc.ArtifactRef(head.artifact_id, number))
         assert cache.get(head.ref) is None and cache.nbytes <= cache.max_bytes
 
+
+async def test_a_cold_entries_decodes_each_version_row_once(svc):
+    r1, head = await _history(svc)
+    async with await pc.open(_target(svc)) as fresh:
+        decoded: list[str] = []
+        real = fresh.backend._version_from_row
+        fresh.backend._version_from_row = lambda row: decoded.append(row[2]) or real(row)
+        assert len(await fresh.entries(head)) == N + 2
+    # the head's N + 2 versions, and version 1 of the revised entry (read in its chain);
+    # was 2N + 5: every chain row decoded again
+    assert len(decoded) == len(set(decoded)) == N + 3, len(decoded)
