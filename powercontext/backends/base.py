@@ -311,7 +311,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         diff = None
         if pre_base is not None and pre_base.validated:
             diff = manifest_diff(pre_base.revision.manifest.entries, plan.content.manifest.entries,
-                                 [c.entry_id for c in plan.content.changes])
+                                 [c.entry_id for c in plan.content.changes], plan.content.manifest)
         # The canonical text is built from the cached base's groups where they are
         # unchanged: a one-entry commit encodes one group, not the whole manifest.
         encoded = self._encode_plan(plan, pre_base, diff)

@@ -24,7 +24,7 @@ import operator
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..model import MemoryManifestEntry
+from ..model import MemoryManifest, MemoryManifestEntry
 
 _ENTRY_ID = operator.attrgetter("entry_id")
 
@@ -55,14 +55,20 @@ class ManifestDiff:
 
 
 def diff(base: Sequence[MemoryManifestEntry], entries: Sequence[MemoryManifestEntry],
-         changed_ids: Sequence[str]) -> ManifestDiff | None:
+         changed_ids: Sequence[str], manifest: MemoryManifest | None = None) -> ManifestDiff | None:
     """The diff of ``entries`` against the strictly sorted ``base`` if ``entries`` is
     ``base`` with exactly the items of ``changed_ids`` replaced or inserted; else None.
-    (The caller must know ``base`` is strictly sorted by entry_id.)"""
+    (The caller must know ``base`` is strictly sorted by entry_id.) ``manifest``: the
+    MemoryManifest holding ``entries``; if ``with_items`` made it from this very
+    ``base`` at exactly these ids, its record of the splice is the proof, and the
+    unchanged runs are not compared again."""
     base, entries, ids = tuple(base), tuple(entries), list(changed_ids)
     try:
         if not all(isinstance(i, str) for i in ids) or not all(map(operator.lt, ids, ids[1:])):
             return None
+        splice = None if manifest is None or manifest.entries is not entries else manifest._splice
+        if splice is not None and splice.base is base and [new.entry_id for _, _, new in splice.placed] == ids:
+            return ManifestDiff(base, entries, tuple(Placed(*p) for p in splice.placed))
         placed = []
         b = n = 0  # next unmatched position in base and in entries
         for entry_id in ids:

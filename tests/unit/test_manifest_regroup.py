@@ -33,6 +33,25 @@ def test_diff_places_exactly_the_changed_items(commit):
 
 
 @settings(max_examples=300, deadline=None)
+@given(commits())
+def test_the_splice_with_items_records_is_the_diff_the_comparison_proves(commit):
+    base, changed = commit
+    new = base.with_items(changed.values())
+    compared = diff(base.entries, new.entries, sorted(changed))
+    recorded = diff(base.entries, new.entries, sorted(changed), new)
+    assert recorded == compared
+    assert new._splice.base is base.entries
+    assert new._splice.placed == tuple((p.position, p.old, p.new) for p in compared.placed)
+    # the record is taken only for the very base and the very ids it was made from
+    equal_copy = tuple(list(base.entries))
+    if base.entries and changed:
+        assert equal_copy is not base.entries
+        assert diff(equal_copy, new.entries, sorted(changed), new) == compared  # compared again, same answer
+    if len(changed) > 1:
+        assert diff(base.entries, new.entries, sorted(changed)[1:], new) is None  # an undeclared change
+
+
+@settings(max_examples=300, deadline=None)
 @given(commits(), st.data())
 def test_diff_refuses_a_manifest_that_is_not_the_base_plus_the_change(commit, data):
     base, changed = commit

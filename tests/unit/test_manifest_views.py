@@ -52,7 +52,7 @@ def test_with_items_is_the_sorted_rebuild_and_keeps_its_views_exact(commit):
     assert new.entries == rebuilt(base, changed)
     fresh = MemoryManifest(new.entries)  # views computed from scratch
     assert new._derived() == fresh._derived()
-    assert new._derived().active_hashes == Counter(e.entry_content_hash for e in new.entries if e.state == "active")
+    assert new._derived().active_hashes.as_dict() == Counter(e.entry_content_hash for e in new.entries if e.state == "active")
     for e in base.entries + tuple(changed.values()):
         assert new.get(e.entry_id) == fresh.get(e.entry_id) == {x.entry_id: x for x in new.entries}[e.entry_id]
     assert new.get("mem_ent_9999") is None and new.get("") is None
@@ -66,3 +66,19 @@ def test_an_unsorted_manifest_is_looked_up_and_extended_in_full():
     assert unsorted.with_items([item("c", "v3", 3, "active")]).entries == (
         item("a", "v2", 2, "inactive"), item("b", "v1", 1, "active"), item("c", "v3", 3, "active"))
     assert MemoryManifest().get(42) is None  # not a string: no entry has it
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 9), st.sampled_from(["active", "inactive"])),
+                min_size=1, max_size=100))
+def test_counts_stay_exact_along_a_chain_of_commits_longer_than_the_flattening_limit(steps):
+    # each commit changes one entry; the counts chain grows by one link a commit and is
+    # flattened every CHAIN_LIMIT links (commits beyond it take that path)
+    manifest = MemoryManifest()
+    for n, (i, h, state) in enumerate(steps):
+        manifest = manifest.with_items([item(f"mem_ent_{i:04d}", f"mem_ver_{i}_{n}", h, state)])
+        want = Counter(e.entry_content_hash for e in manifest.entries if e.state == "active")
+        assert manifest._derived().active_hashes.as_dict() == want
+        for x in HASHES:
+            assert manifest.has_active_hash(x) == (want[x] > 0)
+    assert manifest._derived().active_hashes._depth < manifest._derived().active_hashes.CHAIN_LIMIT
