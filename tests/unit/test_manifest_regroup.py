@@ -94,6 +94,10 @@ def test_regrouped_encoding_is_byte_identical_to_the_full_encoding(commit, sizes
     full = mc.encode(new, **sizes)
     assert [g.entries for g in fast.layout.groups] == [g.entries for g in full.layout.groups]
     assert (fast.root, fast.content_hash, dict(fast.chunks)) == (full.root, full.content_hash, dict(full.chunks))
+    # what a commit on the base stores: every chunk the base does not hold, and no other text
+    added = fast.new_chunks(base_encoded.layout)
+    assert set(full.chunks) - set(base_encoded.chunks) <= set(added) <= set(full.chunks)
+    assert all(added[k] == full.chunks[k] for k in added)
     # the RFC's hash: SHA-256 over the complete canonical bytes, computed the plain way
     assert fast.content_hash == canonical.artifact_content_hash(new.to_canonical()) == new.canonical()[1]
     assert fast.text == full.text == new.canonical_text()
@@ -128,5 +132,8 @@ def index_by_loop(keys, target, cap):
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 2**256 - 1).map(lambda v: f"{v:064x}"), max_size=80),
        st.integers(1, 6), st.integers(1, 9))
-def test_index_runs_cut_by_slicing_equal_the_key_by_key_cut(keys, target, cap):
-    assert [list(run) for run in mc._index(keys, target, cap)] == index_by_loop(keys, target, cap)
+def test_index_runs_equal_the_key_by_key_cut(keys, target, cap):
+    groups = [mc.Group((), "", k) for k in keys]
+    runs, fresh = mc._runs(groups, None, None, target, cap)
+    assert [[g.key for g in run.groups] for run in runs] == index_by_loop(keys, target, cap)
+    assert fresh == runs  # with no base, every run is cut here
