@@ -45,7 +45,7 @@ import itertools
 import json
 import operator
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -138,14 +138,16 @@ class Layout:
     # when this layout was encoded here (None when read back from storage).
     runs: tuple["Run", ...] | None = None
     index_sizes: tuple[int, int] | None = None
+    # Where each group starts among the entries, and one past the last: given by
+    # encode (from the base's, so a commit does not recount every group), else
+    # counted when the next commit regroups on this layout.
+    group_starts: list[int] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
-    def starts(self) -> tuple[list[int], dict[int, int]]:
-        """Where each group starts among the entries (and one past the last), and the
-        group starting at each such position: computed once, when the next commit
-        regroups on this layout."""
-        starts = list(itertools.accumulate(map(len, map(_ENTRIES, self.groups)), initial=0))
-        return starts, dict(zip(starts, range(len(self.groups))))
+    def starts(self) -> list[int]:
+        if self.group_starts is not None:
+            return self.group_starts
+        return list(itertools.accumulate(map(len, map(_ENTRIES, self.groups)), initial=0))
 
     def reusable(self) -> dict[str, Group]:
         """Groups by their first entry id (the caller compares the whole group: the
@@ -235,7 +237,7 @@ def _regroup(entries: tuple[MemoryManifestEntry, ...], base: Layout, placed, tar
     have ended only because the entries did; it is reused only if it ended by the rule.
     (tests/unit/test_manifest_regroup.py compares with ``_groups`` under hypothesis.)"""
     groups = base.groups
-    starts, start_of = base.starts
+    starts = base.starts
     last = groups[-1].entries if groups else ()
     last_closed = bool(last) and (_ends_group(last[-1], target) or len(last) >= cap)
     out: list = []
@@ -263,8 +265,8 @@ def _regroup(entries: tuple[MemoryManifestEntry, ...], base: Layout, placed, tar
                 while k < len(placed) and placed[k].position < i:
                     shift += placed[k].old is None
                     k += 1
-                aligned = start_of.get(i - shift)
-                if aligned is not None:
+                aligned = bisect.bisect_left(starts, i - shift)
+                if aligned < m and starts[aligned] == i - shift:  # a base group starts here
                     j = aligned
                     break
     out.extend(groups[j:])
@@ -318,6 +320,12 @@ def encode(content: MemoryContent, base: Layout | None = None, *, diff=None, lea
                 fresh.append(group)
             groups.append(group)
     runs, fresh_runs = _runs(groups, base, fresh_at, index_target, index_cap)
+    starts = None
+    if fresh_at is not None:  # groups before the first fresh one are the base's own
+        first = fresh_at[0]
+        starts = base.starts[:first + 1]
+        starts.extend(itertools.accumulate(map(len, map(_ENTRIES, groups[first:])), initial=starts[-1]))
+        del starts[first + 1]  # the initial value, already there
     # The hash of the whole canonical text, fed run by run: the 2 MB text of a
     # 10k-entry manifest is never assembled on a commit (joining and encoding it cost
     # twice the hashing). RFC: SHA-256 over the complete canonical bytes, unchanged.
@@ -337,7 +345,8 @@ def encode(content: MemoryContent, base: Layout | None = None, *, diff=None, lea
     others = dict(shell)
     others.update((r.key, r.text) for r in runs)
     root = ROOT_PREFIX + " ".join(["+".join(head_keys), tail_key, *(r.key for r in runs)])
-    layout = Layout(root, tuple(groups), tuple(others.items()), entries, sizes, tuple(runs), (index_target, index_cap))
+    layout = Layout(root, tuple(groups), tuple(others.items()), entries, sizes, tuple(runs), (index_target, index_cap),
+                    starts)
     return Encoded(content_hash, root, layout, head, tail, base, tuple(fresh), tuple(fresh_runs), tuple(shell.items()))
 
 

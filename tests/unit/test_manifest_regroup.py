@@ -9,6 +9,8 @@ content hash must be the RFC's (SHA-256 over the complete canonical text) byte f
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings, strategies as st
 
 from powercontext import canonical
@@ -93,6 +95,7 @@ def test_regrouped_encoding_is_byte_identical_to_the_full_encoding(commit, sizes
     fast = mc.encode(new, base_encoded.layout, diff=d, **sizes)
     full = mc.encode(new, **sizes)
     assert [g.entries for g in fast.layout.groups] == [g.entries for g in full.layout.groups]
+    assert fast.layout.starts == list(itertools.accumulate((len(g.entries) for g in fast.layout.groups), initial=0))
     assert (fast.root, fast.content_hash, dict(fast.chunks)) == (full.root, full.content_hash, dict(full.chunks))
     # what a commit on the base stores: every chunk the base does not hold, and no other text
     added = fast.new_chunks(base_encoded.layout)
