@@ -13,10 +13,23 @@ from typing import Any
 from .. import analyzer
 from ..backends.rules import require_utf8
 from ..errors import InvalidMemoryRequestError
+from ..model import ArtifactRef, MemoryRevision
 
 #: A search query is analyzed on every call: bound the work (documented in the README).
 MAX_QUERY_BYTES = 8192
 MAX_QUERY_TERMS = 256
+
+
+def as_ref(memory: Any) -> ArtifactRef:
+    """Accept a MemoryRevision or an ArtifactRef wherever a Memory is named."""
+    if isinstance(memory, MemoryRevision):
+        return memory.ref
+    if isinstance(memory, ArtifactRef):
+        return memory
+    raise InvalidMemoryRequestError(
+        f"expected a MemoryRevision or ArtifactRef, got {type(memory).__name__}; "
+        "use the value remember() returned or svc.head(artifact_id)"
+    )
 
 
 def sequence(value: Any, name: str) -> tuple[Any, ...]:

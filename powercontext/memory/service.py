@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable, Sequence
 
-from .. import analyzer, canonical
+from .. import canonical
 from ..backends.base import DatabaseMemoryBackend
-from ..backends.plans import CommitPlan, Retrieval, RetrievalRequest
+from ..backends.plans import CommitPlan
 from ..backends.rules import normalize_reason, normalize_text, validate_kind
 from ..canonical import IdMinter, utf8_key
 from ..embedding import embed_checked
@@ -39,33 +39,20 @@ from ..model import (
     MemoryManifestEntry,
     MemoryRevision,
     MemoryRevisionChanges,
-    MemorySearchResult,
     RevisionLineage,
     Source,
     SourceRef,
     entry_content,
     sorted_refs,
 )
-from . import admission, arguments, context, patching
+from . import arguments, context, patching
+from .arguments import as_ref
 from .admission import AdmissionPolicy
 from .candidates import DefaultCandidatePipeline
+from .searching import MemorySearch
 
 log = logging.getLogger(__name__)
-MODES = ("fts", "vector", "hybrid", "auto")
 REMEMBER_MODES = ("append", "extract", "auto")
-MAX_LIMIT = 1000
-
-
-def as_ref(memory: Any) -> ArtifactRef:
-    """Accept a MemoryRevision or an ArtifactRef wherever a Memory is named."""
-    if isinstance(memory, MemoryRevision):
-        return memory.ref
-    if isinstance(memory, ArtifactRef):
-        return memory
-    raise InvalidMemoryRequestError(
-        f"expected a MemoryRevision or ArtifactRef, got {type(memory).__name__}; "
-        "use the value remember() returned or svc.head(artifact_id)"
-    )
 
 
 class SourceStore:
@@ -89,7 +76,7 @@ class SourceStore:
         return await self._backend.get_source(name)
 
 
-class MemoryService:
+class MemoryService(MemorySearch):
     def __init__(
         self,
         backend: DatabaseMemoryBackend,
@@ -551,97 +538,6 @@ class MemoryService:
         """The text block an agent is given for these hits or citations: validated,
         framed as untrusted memory, within ``budget_chars`` (memory/context.py)."""
         return await context.render(self, items, budget_chars)
-
-    # ------------------------------------------------------------------ search
-
-    async def _search_refs(self, memories: Any) -> tuple[ArtifactRef, ...]:
-        if isinstance(memories, (MemoryRevision, ArtifactRef)):
-            memories = (memories,)
-        refs = tuple(dict.fromkeys(as_ref(m) for m in arguments.sequence(memories, "memories")))
-        if not refs:
-            raise InvalidMemoryRequestError("search needs at least one explicit Memory")
-        # Each ref must be its Memory's head: checked by the backend inside the search's
-        # read transaction (NotHeadError / ArtifactNotFoundError), not by a round trip here.
-        return refs
-
-    async def _plan_mode(self, mode: str, refs: tuple[ArtifactRef, ...]) -> tuple[str, str | None]:
-        """The mode actually used and, for auto falling back, why."""
-        if mode not in MODES:
-            raise InvalidMemoryRequestError(f"mode must be one of {MODES}, got {mode!r}")
-        if mode == "fts":
-            return "fts", None
-        reason = await self._vector_unavailable(refs)
-        if mode == "auto":
-            return ("fts", reason) if reason else ("hybrid", None)
-        if reason:
-            raise CapabilityNotSupportedError(f"{mode} search is unavailable: {reason}")
-        return mode, None
-
-    async def _vector_unavailable(self, refs) -> str | None:
-        if self.embedding is None:
-            return "no embedding model is configured (open with embedding='minilm')"
-        db = await self.backend.capabilities()
-        if not db.vector:
-            return "the database has no vector projection"
-        if self.embedding.profile != db.embedding_profile:
-            return (f"the model's profile {self.embedding.profile.profile_id!r} does not match the database's "
-                    f"{db.embedding_profile.profile_id!r}")
-        if not await self.backend.vector_complete(refs):
-            return "a selected Memory has missing or stale vectors; run svc.rebuild_projections()"
-        return None
-
-    async def _query_vector(self, query: str) -> tuple[float, ...]:
-        (vector,) = await embed_checked(self.embedding, [query], self.backend.embedding_profile)
-        return vector
-
-    async def retrieve(
-        self, query: str, memories: Any, limit: int = 8, mode: str = "auto", policy: AdmissionPolicy | None = None
-    ) -> tuple[Retrieval, str, str | None]:
-        """Step one of search: the per-channel candidates with raw signals."""
-        terms = arguments.query_terms(query, getattr(self.backend, "analyzer", None))
-        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
-            raise InvalidMemoryRequestError(f"limit must be an integer in 1..{MAX_LIMIT}")
-        policy = policy or self.policy
-        refs = await self._search_refs(memories)
-        used, fallback = await self._plan_mode(mode, refs)
-        vector = None
-        if used in ("vector", "hybrid"):
-            try:
-                vector = await self._query_vector(query)
-            except EmbeddingUnavailableError as exc:
-                if mode != "auto":
-                    raise CapabilityNotSupportedError(f"{mode} search is unavailable: {exc}") from exc
-                used, fallback = "fts", f"the embedding model is unavailable: {exc}"
-        channels = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}[used]
-        request = RetrievalRequest(
-            memories=refs,
-            terms=terms,
-            channels=channels,
-            pool=policy.pool_size(limit),
-            query_vector=vector,
-            query_script=analyzer.script(query),
-        )
-        return await self.backend.retrieve(request), used, fallback
-
-    async def search(
-        self,
-        query: str,
-        memories: Any,
-        limit: int = 8,
-        mode: str = "auto",
-        policy: AdmissionPolicy | None = None,
-        explain: bool = False,
-    ) -> MemorySearchResult:
-        """Retrieve, admit each channel by ``policy``, fuse with RRF. Returns hits and
-        the mode actually used; ``explain=True`` also returns every decision."""
-        policy = policy or self.policy
-        retrieval, used, fallback = await self.retrieve(query, memories, limit, mode, policy)
-        hits = admission.fuse(retrieval.channels, policy, limit)
-        decisions = admission.explain(retrieval.channels, policy) if explain else ()
-        return MemorySearchResult(
-            query=query, hits=hits, mode=used, requested_mode=mode, policy=policy,
-            decisions=decisions, fallback_reason=fallback,
-        )
 
     async def close(self) -> None:
         await self.backend.close()

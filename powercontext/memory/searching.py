@@ -1,0 +1,116 @@
+"""Search and its first step (RFC 000 "Search and reads"): retrieve → admit → fuse.
+Only ``retrieve`` touches the database; admission and fusion are the pure functions of
+``admission``, which the evaluation harness replays offline. Mixin of MemoryService
+(it reads ``backend``, ``embedding`` and ``policy`` from the service)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import analyzer
+from ..backends.plans import Retrieval, RetrievalRequest
+from ..embedding import embed_checked
+from ..errors import (
+    CapabilityNotSupportedError,
+    EmbeddingUnavailableError,
+    InvalidMemoryRequestError,
+)
+from ..model import ArtifactRef, MemoryRevision, MemorySearchResult
+from . import admission, arguments
+from .admission import AdmissionPolicy
+
+MODES = ("fts", "vector", "hybrid", "auto")
+MAX_LIMIT = 1000
+
+
+class MemorySearch:
+    """search / retrieve of MemoryService."""
+
+    async def _search_refs(self, memories: Any) -> tuple[ArtifactRef, ...]:
+        if isinstance(memories, (MemoryRevision, ArtifactRef)):
+            memories = (memories,)
+        refs = tuple(dict.fromkeys(arguments.as_ref(m) for m in arguments.sequence(memories, "memories")))
+        if not refs:
+            raise InvalidMemoryRequestError("search needs at least one explicit Memory")
+        # Each ref must be its Memory's head: checked by the backend inside the search's
+        # read transaction (NotHeadError / ArtifactNotFoundError), not by a round trip here.
+        return refs
+
+    async def _plan_mode(self, mode: str, refs: tuple[ArtifactRef, ...]) -> tuple[str, str | None]:
+        """The mode actually used and, for auto falling back, why."""
+        if mode not in MODES:
+            raise InvalidMemoryRequestError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode == "fts":
+            return "fts", None
+        reason = await self._vector_unavailable(refs)
+        if mode == "auto":
+            return ("fts", reason) if reason else ("hybrid", None)
+        if reason:
+            raise CapabilityNotSupportedError(f"{mode} search is unavailable: {reason}")
+        return mode, None
+
+    async def _vector_unavailable(self, refs) -> str | None:
+        if self.embedding is None:
+            return "no embedding model is configured (open with embedding='minilm')"
+        db = await self.backend.capabilities()
+        if not db.vector:
+            return "the database has no vector projection"
+        if self.embedding.profile != db.embedding_profile:
+            return (f"the model's profile {self.embedding.profile.profile_id!r} does not match the database's "
+                    f"{db.embedding_profile.profile_id!r}")
+        if not await self.backend.vector_complete(refs):
+            return "a selected Memory has missing or stale vectors; run svc.rebuild_projections()"
+        return None
+
+    async def _query_vector(self, query: str) -> tuple[float, ...]:
+        (vector,) = await embed_checked(self.embedding, [query], self.backend.embedding_profile)
+        return vector
+
+    async def retrieve(
+        self, query: str, memories: Any, limit: int = 8, mode: str = "auto", policy: AdmissionPolicy | None = None
+    ) -> tuple[Retrieval, str, str | None]:
+        """Step one of search: the per-channel candidates with raw signals."""
+        terms = arguments.query_terms(query, getattr(self.backend, "analyzer", None))
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
+            raise InvalidMemoryRequestError(f"limit must be an integer in 1..{MAX_LIMIT}")
+        policy = policy or self.policy
+        refs = await self._search_refs(memories)
+        used, fallback = await self._plan_mode(mode, refs)
+        vector = None
+        if used in ("vector", "hybrid"):
+            try:
+                vector = await self._query_vector(query)
+            except EmbeddingUnavailableError as exc:
+                if mode != "auto":
+                    raise CapabilityNotSupportedError(f"{mode} search is unavailable: {exc}") from exc
+                used, fallback = "fts", f"the embedding model is unavailable: {exc}"
+        channels = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}[used]
+        request = RetrievalRequest(
+            memories=refs,
+            terms=terms,
+            channels=channels,
+            pool=policy.pool_size(limit),
+            query_vector=vector,
+            query_script=analyzer.script(query),
+        )
+        return await self.backend.retrieve(request), used, fallback
+
+    async def search(
+        self,
+        query: str,
+        memories: Any,
+        limit: int = 8,
+        mode: str = "auto",
+        policy: AdmissionPolicy | None = None,
+        explain: bool = False,
+    ) -> MemorySearchResult:
+        """Retrieve, admit each channel by ``policy``, fuse with RRF. Returns hits and
+        the mode actually used; ``explain=True`` also returns every decision."""
+        policy = policy or self.policy
+        retrieval, used, fallback = await self.retrieve(query, memories, limit, mode, policy)
+        hits = admission.fuse(retrieval.channels, policy, limit)
+        decisions = admission.explain(retrieval.channels, policy) if explain else ()
+        return MemorySearchResult(
+            query=query, hits=hits, mode=used, requested_mode=mode, policy=policy,
+            decisions=decisions, fallback_reason=fallback,
+        )
