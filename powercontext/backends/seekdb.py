@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendUnavailableError
+from .seekdb_urls import ENV_URL, database_url, drop_database, oceanbase_url, oceanbase_url_from_env
 from .seekdb_os import (
     free_port,
     is_loopback,
@@ -92,9 +93,6 @@ __all__ = [
     "main",
 ]
 
-#: Set this to an ``oceanbase://user@host:port/`` URL to use an existing server
-#: instead of starting one (CI with a shared server, a developer's long-lived server).
-ENV_URL = "POWERCONTEXT_OCEANBASE_URL"
 #: Where the CLI keeps its server when ``--dir`` is not given.
 DEFAULT_DIR = Path("~/.cache/powercontext/seekdb")
 
@@ -149,45 +147,6 @@ def seekdb_binary() -> Path:
     if not binary.is_file():
         raise SeekdbStartError(f"pylibseekdb is installed but has no server binary at {binary}")
     return binary
-
-
-def oceanbase_url(host: str, port: int, database: str = "", password: str = "") -> str:
-    """``oceanbase://root[:PASSWORD]@HOST:PORT/DATABASE`` (database may be empty)."""
-    from urllib.parse import quote
-
-    secret = f":{quote(password, safe='')}" if password else ""
-    return f"oceanbase://root{secret}@{host}:{port}/{database}"
-
-
-def database_url(server_url: str, database: str) -> str:
-    """``server_url`` (any path) pointed at ``database``."""
-    from urllib.parse import urlparse, urlunparse
-
-    return urlunparse(urlparse(server_url)._replace(path="/" + database))
-
-
-def drop_database(server_url: str, database: str) -> None:
-    """``DROP DATABASE IF EXISTS`` on the server of ``server_url`` (tests and the
-    harness create one database per run and clean up after themselves)."""
-    from urllib.parse import unquote, urlparse
-
-    from .driver import connect, database_identifier
-
-    statement = f"DROP DATABASE IF EXISTS {database_identifier(database)}"  # validated before connecting
-    p = urlparse(server_url)
-    con = connect(host=p.hostname, port=p.port or 2881, user=unquote(p.username or "root"),
-                  password=unquote(p.password or ""), autocommit=True, connect_timeout=5)
-    try:
-        with con.cursor() as cur:
-            cur.execute(statement)
-    finally:
-        con.close()
-
-
-def oceanbase_url_from_env() -> str | None:
-    """The URL in ``POWERCONTEXT_OCEANBASE_URL``, or None when it is unset or empty."""
-    value = os.environ.get(ENV_URL, "").strip()
-    return value or None
 
 
 def _tail(path: Path, lines: int, max_bytes: int = 256 * 1024) -> list[str]:
