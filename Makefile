@@ -47,10 +47,12 @@ scale: $(STAMP)
 # Performance figures (issue 15): search overhead over its raw SQL, append cost and storage per
 # Revision, changes(), revision-cache memory and size limits on both databases
 # (benchmarks/perf_bench.py; BENCH_SIZES=1000,10000,100000 for the large run), then the
+# hybrid search at 1k split into its parts (benchmarks/search_parts_bench.py), then the
 # sweep-vs-retrieval cost (benchmarks/sweep_bench.py). Prints figures, asserts nothing;
 # the latest table is kept in reports/performance.md.
 bench: $(STAMP)
 	$(PY) benchmarks/perf_bench.py --profile --explain
+	$(PY) benchmarks/search_parts_bench.py
 	$(PY) benchmarks/sweep_bench.py
 
 # A 100,000-entry Memory on both databases (issue 15): one remember() of 100k entries with
