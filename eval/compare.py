@@ -28,7 +28,7 @@ from powercontext.memory import admission
 from powercontext.memory.admission import AdmissionPolicy
 
 from .metrics import METRICS, paired_randomization_test
-from .retrieval import channels_of
+from .retrieval import channels_of, records_by
 
 __all__ = ["admitted_agreement", "explain", "hit_agreement", "jaccard", "metric_deltas", "pool_agreement", "rbo",
            "vector_recall"]
@@ -68,10 +68,10 @@ def admitted_agreement(candidates: pd.DataFrame, policy: AdmissionPolicy, limit:
     (mode, query id) pairs to report even where neither database retrieved anything."""
     pool = policy.pool_size(limit)
     admitted: dict[tuple, frozenset] = {}
-    for (backend, mode, query), rows in candidates[candidates["backend"].isin((a, b))].groupby(
-            ["backend", "mode", "query_id"], sort=False):
+    for (backend, mode, query), rows in records_by(candidates[candidates["backend"].isin((a, b))],
+                                                   ["backend", "mode", "query_id"]).items():
         channels = {name: admission.within_pool(c, pool) for name, c in channels_of(rows, mode).items()}
-        corpus_of = dict(zip(zip(rows["memory_artifact_id"], rows["entry_id"]), rows["corpus_entry"]))
+        corpus_of = {(r["memory_artifact_id"], r["entry_id"]): r["corpus_entry"] for r in rows}
         admitted[(backend, mode, query)] = frozenset(
             corpus_of[(c.memory_ref.artifact_id, c.entry_id)]
             for chosen in admission.admit(channels, policy).values() for c in chosen)
@@ -85,14 +85,19 @@ def admitted_agreement(candidates: pd.DataFrame, policy: AdmissionPolicy, limit:
 def hit_agreement(per_query: pd.DataFrame, a: str = "sqlite", b: str = "oceanbase") -> pd.DataFrame:
     """Per (mode, policy, query): Jaccard, RBO and equality of the two backends' hits."""
     keys = ["mode", "policy", "corpus", "query_id"]
-    left = per_query[per_query["backend"] == a].set_index(keys)
-    right = per_query[per_query["backend"] == b].set_index(keys)
-    common = left.index.intersection(right.index)
+
+    def side(backend: str) -> dict[tuple, tuple]:  # key → (ranking, positive); dicts, not .at per key
+        d = per_query[per_query["backend"] == backend]
+        return dict(zip(zip(*(d[k].tolist() for k in keys)), zip(d["ranking"].tolist(), d["positive"].tolist())))
+
+    left, right = side(a), side(b)
     rows = []
-    for key in common:
-        ha, hb = list(left.at[key, "ranking"]), list(right.at[key, "ranking"])
+    for key, (ranking_a, positive) in left.items():
+        if key not in right:
+            continue
+        ha, hb = list(ranking_a), list(right[key][0])
         rows.append(dict(zip(keys, key), jaccard=jaccard(ha, hb), rbo=rbo(ha, hb), identical=ha == hb,
-                         same_set=set(ha) == set(hb), positive=bool(left.at[key, "positive"]),
+                         same_set=set(ha) == set(hb), positive=bool(positive),
                          hits_a=len(ha), hits_b=len(hb)))
     return pd.DataFrame(rows)
 

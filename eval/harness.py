@@ -49,7 +49,7 @@ from .databases import EvalError
 from .datasets import BUNDLED_ROOT, bundled, discover
 from .progress import bar
 from .recommend import Objective, choose, choose_joint, sensitivity
-from .retrieval import channels_of
+from .retrieval import channels_of, records_by
 from .splits import DEFAULT_SEED
 from .grid import policy_from_fields
 from .sweep import INITIAL, MODES, Grid, Replay, point_values, policy_label
@@ -508,16 +508,15 @@ async def arun(datasets: Any = None, policy: AdmissionPolicy = INITIAL, backends
                                   out=out or tmp, max_limit=limit, progress=progress, **collect_options)
     qrels = collected.qrels
     rows = []
-    groups = {k: g for k, g in collected.candidates.groupby(["backend", "mode", "query_id"], sort=False)}
-    empty = collected.candidates.iloc[0:0]
+    groups = records_by(collected.candidates, ["backend", "mode", "query_id"])
     for backend in collected.backends:
         for mode in modes:
             for q in collected.queries.itertuples():
-                rows_q = groups.get((backend, mode, q.query_id), empty)
+                rows_q = groups.get((backend, mode, q.query_id), [])
                 channels = {name: admission.within_pool(cands, policy.pool_size(limit))
                             for name, cands in channels_of(rows_q, mode).items()}
                 hits = admission.fuse(channels, policy, limit)
-                corpus_of = dict(zip(zip(rows_q["memory_artifact_id"], rows_q["entry_id"]), rows_q["corpus_entry"]))
+                corpus_of = {(r["memory_artifact_id"], r["entry_id"]): r["corpus_entry"] for r in rows_q}
                 ids = [corpus_of[(h.memory_ref.artifact_id, h.entry_id)] for h in hits]
                 grades = [qrels[q.query_id].get(i, 0) for i in ids] + [0] * limit
                 values = M.row_metrics(np.array([grades[:limit]]), np.array([len(ids)]), np.array([q.n_rel]),

@@ -29,6 +29,8 @@ __all__ = [
     "QUERY_COLUMNS",
     "channels_of",
     "read_cache",
+    "records",
+    "records_by",
     "retrieve_corpus",
     "write_cache",
 ]
@@ -125,10 +127,28 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """The rows of ``frame`` as dicts of plain Python values, like
+    ``frame.to_dict("records")`` (NaN stays NaN) but one ``tolist()`` per column: a
+    sweep's 180k candidate rows took 61 s of the cross-backend comparison grouped and
+    converted per query, and take ~1 s this way."""
+    columns = list(frame.columns)
+    return [dict(zip(columns, values)) for values in zip(*(frame[c].tolist() for c in columns))]
+
+
+def records_by(frame: pd.DataFrame, keys: Sequence[str]) -> dict[tuple, list[dict[str, Any]]]:
+    """``records(frame)`` grouped by the values of ``keys``, groups in order of first
+    appearance and rows in frame order (``groupby(keys, sort=False)``'s order)."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in records(frame):
+        groups.setdefault(tuple(row[k] for k in keys), []).append(row)
+    return groups
+
+
 def channels_of(rows: pd.DataFrame | Iterable[Mapping[str, Any]], mode: str) -> dict[str, tuple[ChannelCandidate, ...]]:
     """Rebuild a Retrieval's ``channels`` mapping from the cached rows of one query."""
     if isinstance(rows, pd.DataFrame):
-        rows = rows.to_dict("records")
+        rows = records(rows)
     names = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}[mode]
     out: dict[str, list[ChannelCandidate]] = {name: [] for name in names}
     for row in rows:

@@ -47,6 +47,7 @@ from powercontext.memory.admission import INITIAL_POLICY, AdmissionPolicy
 from powercontext.model import ArtifactRef, MemoryHit
 
 from . import metrics as M
+from .retrieval import records
 from .grid import (  # noqa: F401 - re-exported: the grid is part of the sweep's API
     MODE_CHANNELS, MODES, NAMED_POLICIES, POINT_COLUMNS, Grid, point_values, policy_label,
 )
@@ -162,7 +163,7 @@ class Replay:
     def _slot(self, qi: int, s: int) -> _Slot:
         if self._slot_rows is None:
             table = self.slots
-            self._slot_rows = {(int(r["qi"]), int(r["slot"])): r for r in table.to_dict("records")}
+            self._slot_rows = {(int(r["qi"]), int(r["slot"])): r for r in records(table)}
         r = self._slot_rows[(qi, s)]
         return _Slot((r["memory_artifact_id"], r["entry_id"], r["entry_version_id"]),
                      ArtifactRef(r["memory_artifact_id"], int(r["memory_revision"])), r["text"], r["kind"], r["corpus_entry"])
