@@ -18,8 +18,12 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[all]'
 	touch $(STAMP)
 
+# Two workers (pytest-xdist), one per core: serially the suite took 16-19 min here, most
+# of it single-threaded Python. --dist loadfile keeps each file on one worker, so a
+# notebook's cells run in order in one kernel, and each worker starts its own seekdb
+# (the session fixture). `$(PY) -m pytest tests/x.py` still runs serially.
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 # Runtime crash loop beyond `make test`: 25 SIGKILLs per storage profile between the
 # Memory commit and the cursor save, each followed by a replay in a new process.
