@@ -29,6 +29,13 @@ _MYSQL_OPTION_MULTI_STATEMENTS_OFF = 1
 # OB_SERVER_IS_INIT / OB_SERVER_IS_STOPPING / OB_NOT_INIT / tenant not in server,
 # OB_TIMEOUT at login).
 LOST_CODES = {0, 2003, 2006, 2013, 2014, 2055, 1053, 1040, 4013, 4006, 4179, 5150, 4038, 4638}
+# A restarted server that accepts logins before its transaction service has recovered
+# answers BEGIN with 4383 "transaction id is not ready" (seekdb 4.3.5.3, under load).
+# Nothing ran, so the call is retried on a new connection like a lost one, after a
+# pause (RECOVERY_PAUSE_S) that an immediate retry would not have.
+RECOVERING_CODES = {4383}
+RECOVERY_PAUSE_S = 1.0
+LOST_CODES |= RECOVERING_CODES
 # OB_TIMEOUT (4012) means "the server is still starting" only while logging in. After
 # that it is a statement that ran past ob_query_timeout: the connection is fine and the
 # transaction still open (measured on seekdb 4.3.5.3), and running the same work again
@@ -74,6 +81,13 @@ def is_connection_lost(exc: BaseException, connecting: bool = False) -> bool:
         code = exc.args[0] if exc.args else 0
         return code in LOST_CODES or (connecting and code == OB_TIMEOUT)
     return False
+
+
+def is_recovering(exc: BaseException) -> bool:
+    """True when the server is up but still recovering after a restart."""
+    import pymysql
+
+    return isinstance(exc, pymysql.err.OperationalError) and bool(exc.args) and exc.args[0] in RECOVERING_CODES
 
 
 def is_query_timeout(exc: BaseException) -> bool:

@@ -23,6 +23,7 @@ import math
 import os
 import re
 import threading
+import time
 from typing import Any, Iterator
 from urllib.parse import unquote, urlparse
 
@@ -38,7 +39,15 @@ from ..redaction import redact
 from .. import analyzer as analyzer_module
 from . import centroid
 from .base import DatabaseMemoryBackend
-from .driver import DATABASE_NAME, connect, database_identifier, is_connection_lost, is_query_timeout
+from .driver import (
+    DATABASE_NAME,
+    RECOVERY_PAUSE_S,
+    connect,
+    database_identifier,
+    is_connection_lost,
+    is_query_timeout,
+    is_recovering,
+)
 from .oceanbase_heads import HeadRows, _marks
 from .oceanbase_limits import PacketLimit
 from .oceanbase_search import HeadSearch, stored_vector_values
@@ -294,6 +303,10 @@ class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, PortableSQL, Dat
 
     def _is_connection_lost(self, exc: BaseException) -> bool:
         return is_connection_lost(exc)
+
+    def _pause_before_retry(self, lost: BaseException) -> None:
+        if is_recovering(lost):  # up, but its transaction service is not: retrying at once fails again
+            time.sleep(RECOVERY_PAUSE_S)
 
     def _driver_error(self, exc: BaseException) -> PowerContextError | None:
         if is_query_timeout(exc):

@@ -47,12 +47,14 @@ class DriverErrors:
                         f"lost the connection to the {self.name} server twice in a row ({exc}); "
                         "it is down or restarting: retry once it is back"
                     ) from None
+                self._pause_before_retry(exc)
         raise AssertionError("unreachable")
 
     def _commit_outcome(self, plan: CommitPlan, lost: BaseException) -> MemoryRevision:
         """The connection died during a commit: re-read whether the Revision landed."""
         ref = ArtifactRef(plan.artifact_id, plan.next_revision)
         content_hash = plan.content.canonical()[1]
+        self._pause_before_retry(lost)
         try:
             with self._transaction(write=False) as tx:
                 row = self._read_revision(tx, plan.artifact_id, plan.next_revision)
@@ -64,7 +66,13 @@ class DriverErrors:
             ) from None
         except Exception as exc:
             if not self._is_connection_lost(exc):
-                raise
+                mapped = self._driver_error(exc)
+                if mapped is None:
+                    raise
+                raise CommitOutcomeUnknownError(
+                    f"the connection was lost while committing {ref} ({lost}) and re-reading the outcome "
+                    f"failed ({mapped}); reread svc.head({plan.artifact_id!r}) before retrying"
+                ) from None
             raise CommitOutcomeUnknownError(
                 f"the connection was lost while committing {ref} ({lost}) and again while re-reading the outcome; "
                 f"once the server is back, reread svc.head({plan.artifact_id!r}) before retrying"
@@ -84,6 +92,9 @@ class DriverErrors:
     def _is_connection_lost(self, exc: BaseException) -> bool:
         """Adapter hook: did ``exc`` break the connection rather than one statement?"""
         return False
+
+    def _pause_before_retry(self, lost: BaseException) -> None:
+        """Adapter hook: wait before retrying a call whose connection was lost."""
 
     def _driver_error(self, exc: BaseException) -> PowerContextError | None:
         """Adapter hook: the typed error for a driver exception (None: re-raise as is)."""

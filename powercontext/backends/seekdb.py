@@ -470,19 +470,37 @@ class SeekdbServer:
             self.lockdown, self.exposure_seconds = "socket", locked_at - opened_at
         if isolated:
             return
-        while True:  # a client's view: TCP, with the password
+        refused = None
+        while True:  # a client's view: TCP, with the password, and a transaction
             try:
-                self.connect(connect_timeout=2).close()
+                self._confirm_transactions(self.connect(connect_timeout=2))
                 return
-            except pymysql.err.MySQLError:
+            except pymysql.err.MySQLError as exc:
+                refused = exc
                 if time.monotonic() > deadline or self._proc.poll() is not None:
                     tail = _log_tail(self.base_dir)
                     self.stop()
                     raise SeekdbStartError(
-                        f"seekdb accepted root on its unix socket but not over TCP on {self.host}:{self.port}",
+                        f"seekdb accepted root on its unix socket but not a transaction over TCP on "
+                        f"{self.host}:{self.port} ({refused})",
                         tail,
                     ) from None
                 time.sleep(0.05)
+
+    @staticmethod
+    def _confirm_transactions(con) -> None:
+        """Begin and commit one transaction on ``con``, then close it. After a restart
+        the server accepts logins before its transaction service has recovered: a
+        BEGIN then fails with 4383 "transaction id is not ready" (seen under load in
+        CI), so a login alone does not make the server ready for a client."""
+        try:
+            con.begin()
+            with con.cursor() as cur:
+                cur.execute("SELECT 1 FROM DUAL")
+                cur.fetchall()
+            con.commit()
+        finally:
+            con.close()
 
     def stop(self, timeout: float = 15) -> None:
         """SIGTERM, wait up to ``timeout`` s, then SIGKILL. Idempotent."""

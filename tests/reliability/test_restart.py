@@ -103,3 +103,50 @@ async def test_a_commit_whose_connection_dies_is_re_read_not_assumed(own_server,
         assert (await svc.head(rev.artifact_id)).ref == rev2.ref
     finally:
         await svc.close()
+
+
+async def test_a_server_still_recovering_is_waited_for_then_retried(own_server, monkeypatch):
+    """After a restart seekdb may accept logins before its transaction service is back:
+    BEGIN answers 4383 "transaction id is not ready" (seen in CI under load). A read
+    pauses and retries on a new connection; a server that stays so gives a typed,
+    retryable error; a commit that met it re-reads its outcome after the pause."""
+    import contextlib
+    import pymysql
+    from powercontext.backends.driver import RECOVERY_PAUSE_S
+
+    server = own_server.start()
+    svc = await pc.open(server.url_for("pc_recovering"))
+    try:
+        rev = await svc.remember(None, entries=(E("fact", "the build cache lives in ~/.cache/atlas"),))
+        backend = svc.backend
+        real_transaction = backend._transaction
+        refusals = {"left": 1, "writes_only": False}
+
+        @contextlib.contextmanager
+        def not_ready(write):
+            if refusals["left"] and (write or not refusals["writes_only"]):
+                refusals["left"] -= 1
+                raise pymysql.err.OperationalError(4383, "transaction id is not ready")
+            with real_transaction(write) as tx:
+                yield tx
+
+        monkeypatch.setattr(backend, "_transaction", not_ready)
+        began = time.monotonic()
+        assert (await svc.head(rev.artifact_id)).ref == rev.ref
+        assert time.monotonic() - began >= RECOVERY_PAUSE_S and refusals["left"] == 0
+
+        refusals["left"] = 2  # refused again on the retry
+        with pytest.raises(pc.ConnectionLostError, match="transaction id is not ready") as info:
+            await svc.search("build cache", memories=(rev,))
+        assert info.value.retryable
+
+        refusals.update(left=1, writes_only=True)  # the commit is refused; its outcome is re-read
+        with pytest.raises(pc.ConnectionLostError, match="NOT committed") as info:
+            await svc.remember(rev, entries=(E("fact", "refused while recovering"),))
+        assert info.value.retryable
+        monkeypatch.undo()
+        assert (await svc.head(rev.artifact_id)).ref == rev.ref
+        rev2 = await svc.remember(rev, entries=(E("fact", "written once recovered"),))
+        assert rev2.revision == 2
+    finally:
+        await svc.close()
