@@ -5,14 +5,17 @@ every kind succeeds on the same ``svc``."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import time
 
+import pymysql
 import pytest
 
 import powercontext as pc
+from powercontext.backends.driver import RECOVERY_PAUSE_S
 from powercontext.backends.seekdb import SeekdbServer
 
 E = pc.MemoryEntryInput
@@ -73,8 +76,6 @@ async def test_a_commit_whose_connection_dies_is_re_read_not_assumed(own_server,
         rev = await svc.remember(None, entries=(E("fact", "first"),))
         backend = svc.backend
         real_transaction = backend._transaction
-        import contextlib
-        import pymysql
 
         @contextlib.contextmanager
         def commit_then_lose(write):
@@ -110,10 +111,6 @@ async def test_a_server_still_recovering_is_waited_for_then_retried(own_server, 
     BEGIN answers 4383 "transaction id is not ready" (seen in CI under load). A read
     pauses and retries on a new connection; a server that stays so gives a typed,
     retryable error; a commit that met it re-reads its outcome after the pause."""
-    import contextlib
-    import pymysql
-    from powercontext.backends.driver import RECOVERY_PAUSE_S
-
     server = own_server.start()
     svc = await pc.open(server.url_for("pc_recovering"))
     try:
