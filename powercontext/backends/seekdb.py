@@ -470,19 +470,17 @@ class SeekdbServer:
             self.lockdown, self.exposure_seconds = "socket", locked_at - opened_at
         if isolated:
             return
-        refused = None
         while True:  # a client's view: TCP, with the password, and a transaction
             try:
                 self._confirm_transactions(self.connect(connect_timeout=2))
                 return
             except pymysql.err.MySQLError as exc:
-                refused = exc
                 if time.monotonic() > deadline or self._proc.poll() is not None:
                     tail = _log_tail(self.base_dir)
                     self.stop()
                     raise SeekdbStartError(
                         f"seekdb accepted root on its unix socket but not a transaction over TCP on "
-                        f"{self.host}:{self.port} ({refused})",
+                        f"{self.host}:{self.port} ({exc})",
                         tail,
                     ) from None
                 time.sleep(0.05)

@@ -102,6 +102,27 @@ async def test_a_commit_whose_connection_dies_is_re_read_not_assumed(own_server,
         assert info.value.retryable
         monkeypatch.undo()
         assert (await svc.head(rev.artifact_id)).ref == rev2.ref
+
+        # The re-read itself is refused (not a lost connection): the outcome is unknown,
+        # said with the library's error, not the driver's.
+        lost = {"write": False}
+
+        @contextlib.contextmanager
+        def lose_then_refuse_the_reread(write):
+            if lost["write"] and not write:
+                raise pymysql.err.OperationalError(1317, "Query execution was interrupted")
+            with real_transaction(write) as tx:
+                if write:
+                    lost["write"] = True
+                    raise pymysql.err.OperationalError(2013, "Lost connection to MySQL server during query")
+                yield tx
+
+        monkeypatch.setattr(backend, "_transaction", lose_then_refuse_the_reread)
+        with pytest.raises(pc.CommitOutcomeUnknownError, match="Query execution was interrupted") as info:
+            await svc.remember(rev2, entries=(E("fact", "fourth"),))
+        assert f"reread svc.head({rev.artifact_id!r})" in str(info.value)
+        monkeypatch.undo()
+        assert (await svc.head(rev.artifact_id)).ref == rev2.ref
     finally:
         await svc.close()
 
