@@ -29,6 +29,12 @@ def own_server(tmp_path):
     shutil.rmtree(tmp_path / "seekdb", ignore_errors=True)
 
 
+async def _service_with_a_memory(server: SeekdbServer, database: str, text: str):
+    """A MemoryService on ``database`` of the (started) server, and a first Revision."""
+    svc = await pc.open(server.start().url_for(database))
+    return svc, await svc.remember(None, entries=(E("fact", text),))
+
+
 def _kill(server: SeekdbServer) -> None:
     os.kill(server.pid, signal.SIGKILL)
     server._wait(15)
@@ -36,10 +42,9 @@ def _kill(server: SeekdbServer) -> None:
 
 
 async def test_a_live_service_recovers_after_the_server_restarts(own_server):
-    server = own_server.start()
-    svc = await pc.open(server.url_for("pc_restart"))
+    server = own_server
+    svc, rev = await _service_with_a_memory(server, "pc_restart", "the build cache lives in ~/.cache/atlas")
     try:
-        rev = await svc.remember(None, entries=(E("fact", "the build cache lives in ~/.cache/atlas"),))
         assert [h.text for h in await svc.search("build cache", memories=(rev,))]
 
         _kill(server)
@@ -70,10 +75,8 @@ async def test_a_live_service_recovers_after_the_server_restarts(own_server):
 async def test_a_commit_whose_connection_dies_is_re_read_not_assumed(own_server, monkeypatch):
     """The connection dies right after COMMIT was sent: the service re-reads and
     reports the Revision that landed (or, had it not, a retryable 'not committed')."""
-    server = own_server.start()
-    svc = await pc.open(server.url_for("pc_commit"))
+    svc, rev = await _service_with_a_memory(own_server, "pc_commit", "first")
     try:
-        rev = await svc.remember(None, entries=(E("fact", "first"),))
         backend = svc.backend
         real_transaction = backend._transaction
 
@@ -132,10 +135,8 @@ async def test_a_server_still_recovering_is_waited_for_then_retried(own_server, 
     BEGIN answers 4383 "transaction id is not ready" (seen in CI under load). A read
     pauses and retries on a new connection; a server that stays so gives a typed,
     retryable error; a commit that met it re-reads its outcome after the pause."""
-    server = own_server.start()
-    svc = await pc.open(server.url_for("pc_recovering"))
+    svc, rev = await _service_with_a_memory(own_server, "pc_recovering", "the build cache lives in ~/.cache/atlas")
     try:
-        rev = await svc.remember(None, entries=(E("fact", "the build cache lives in ~/.cache/atlas"),))
         backend = svc.backend
         real_transaction = backend._transaction
         refusals = {"left": 1, "writes_only": False}
