@@ -3,7 +3,7 @@ per Revision, history reads, revision-cache memory and size limits, on SQLite an
 local OceanBase (seekdb).
 
     .venv/bin/python benchmarks/perf_bench.py [--sizes 1000,10000] [--backends sqlite,oceanbase]
-        [--queries 40] [--appends 30] [--limit-probe 40000] [--profile] [--explain]
+        [--queries 40] [--appends 30] [--limit-probe 40000] [--no-fts-only] [--profile] [--explain]
 
 Per backend and size N:
 
@@ -20,7 +20,9 @@ Per backend and size N:
    every size above the smallest, a Memory of the smallest size is made in the same
    database and the two are appended to in turn: the ratio of those p50s is the
    append-vs-size figure (same load for both sizes; the separate figures are minutes
-   apart).
+   apart). Then the same in turn with full text only, the issue's own setting: a new
+   database opened without an embedding, loaded with both sizes (``--no-fts-only``
+   skips it).
 4. ``changes(since_revision=0)`` over all those Revisions, and the memory that reading
    every Revision through ``svc.revision`` leaves allocated (what the revision cache
    holds; traced Python allocations).
@@ -245,6 +247,22 @@ async def paired_appends(svc, small, large, count):
     return p50(times["small"]), p50(times["large"]), large
 
 
+async def fts_only_paired(target, small_texts, large_texts, count, batch=20_000):
+    """The issue's own append setting, full text only (opened without an embedding):
+    a small and a large Memory of one new database, appended to in turn."""
+    svc = await pc.open(target)
+    try:
+        small = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in small_texts))
+        large = None
+        for i in range(0, len(large_texts), batch):
+            large = await svc.remember(large, entries=tuple(
+                pc.MemoryEntryInput("fact", t) for t in large_texts[i:i + batch]))
+        small_ms, large_ms, _ = await paired_appends(svc, small, large, count)
+    finally:
+        await svc.close()
+    return small_ms, large_ms
+
+
 async def history(svc, head):
     start = time.perf_counter()
     changes = await svc.changes(head, since_revision=0)
@@ -343,6 +361,8 @@ async def main() -> None:
     ap.add_argument("--limit-probe", type=int, default=int(os.environ.get("BENCH_LIMIT_PROBE", "40000")))
     ap.add_argument("--probe-backends", default=os.environ.get("BENCH_PROBE_BACKENDS", "sqlite"),
                     help="where --limit-probe runs (OceanBase writes 40k entries row by row: ~10 min)")
+    ap.add_argument("--fts-only", action=argparse.BooleanOptionalAction, default=True,
+                    help="also append in turn to full-text-only Memories (the issue's setting; loads them anew)")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--explain", action="store_true")
     args = ap.parse_args()
@@ -362,6 +382,7 @@ async def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="pc-bench-"))
     rows = []
     paired = []
+    fts_paired = []
     profiles = []
     try:
         for n in sizes:
@@ -389,6 +410,16 @@ async def main() -> None:
                     paired.append((backend, n, small_ms, large_ms))
                     print(f"{backend:<9} {n:>7}: append in turn with a {min(sizes):,}-entry Memory: "
                           f"{large_ms:.1f} vs {small_ms:.1f} ms = {large_ms / small_ms:.2f}x", flush=True)
+                    if args.fts_only:
+                        fts_target = (str(work / f"bench_fts_{n}.db") if backend == "sqlite"
+                                      else url.rstrip("/") + f"/bench_fts_{n}_{os.getpid()}")
+                        small_ms, large_ms = await fts_only_paired(fts_target, texts[:min(sizes)], texts[:n],
+                                                                   args.appends)
+                        if backend == "oceanbase":
+                            drop_database(url, f"bench_fts_{n}_{os.getpid()}")
+                        fts_paired.append((backend, n, small_ms, large_ms))
+                        print(f"{backend:<9} {n:>7}: full text only, append in turn with a {min(sizes):,}-entry "
+                              f"Memory: {large_ms:.1f} vs {small_ms:.1f} ms = {large_ms / small_ms:.2f}x", flush=True)
                 changes_s, nchanges, cache_mb = await history(svc, head)
                 await svc.close()
                 rows.append((backend, n, load_s, hybrid, fts, append_ms, bytes_per_rev, changes_s, nchanges, cache_mb))
@@ -427,6 +458,9 @@ async def main() -> None:
             print(f"{b}: append at {max(sizes):,} / at {min(sizes):,} = {append_by[(b, max(sizes))] / append_by[(b, min(sizes))]:.1f}×")
     for b, n, small_ms, large_ms in paired:
         print(f"{b}: append at {n:,} / at {min(sizes):,}, in turn in one database: "
+              f"{large_ms:.1f} / {small_ms:.1f} ms = {large_ms / small_ms:.2f}×")
+    for b, n, small_ms, large_ms in fts_paired:
+        print(f"{b}: append at {n:,} / at {min(sizes):,}, in turn in one database, full text only: "
               f"{large_ms:.1f} / {small_ms:.1f} ms = {large_ms / small_ms:.2f}×")
     for backend, result in probes:
         print(f"one remember() of {args.limit_probe:,} entries on {backend}: {result}")
