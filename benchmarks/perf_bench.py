@@ -247,16 +247,13 @@ async def paired_appends(svc, small, large, count):
     return p50(times["small"]), p50(times["large"]), large
 
 
-async def fts_only_paired(target, small_texts, large_texts, count, batch=20_000):
-    """The issue's own append setting, full text only (opened without an embedding):
-    a small and a large Memory of one new database, appended to in turn."""
-    svc = await pc.open(target)
+async def fts_only_paired(target, small_texts, large_texts, count):
+    """The issue's own append setting, full text only (``load`` without a model opens
+    without an embedding): a small and a large Memory of one new database, appended
+    to in turn."""
+    svc, large, _ = await load(target, large_texts, None)
     try:
         small = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in small_texts))
-        large = None
-        for i in range(0, len(large_texts), batch):
-            large = await svc.remember(large, entries=tuple(
-                pc.MemoryEntryInput("fact", t) for t in large_texts[i:i + batch]))
         small_ms, large_ms, _ = await paired_appends(svc, small, large, count)
     finally:
         await svc.close()

@@ -27,15 +27,14 @@ _MYSQL_OPTION_MULTI_STATEMENTS_OFF = 1
 # CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_COMMANDS_OUT_OF_SYNC, CR_SERVER_LOST_EXTENDED)
 # and server codes a restarting OceanBase answers with (ER_SERVER_SHUTDOWN, ER_CON_COUNT,
 # OB_SERVER_IS_INIT / OB_SERVER_IS_STOPPING / OB_NOT_INIT / tenant not in server,
-# OB_TIMEOUT at login).
-LOST_CODES = {0, 2003, 2006, 2013, 2014, 2055, 1053, 1040, 4013, 4006, 4179, 5150, 4038, 4638}
+# OB_TIMEOUT at login), and RECOVERING_CODES.
 # A restarted server that accepts logins before its transaction service has recovered
 # answers BEGIN with 4383 "transaction id is not ready" (seekdb 4.3.5.3, under load).
 # Nothing ran, so the call is retried on a new connection like a lost one, after a
 # pause (RECOVERY_PAUSE_S) that an immediate retry would not have.
 RECOVERING_CODES = {4383}
 RECOVERY_PAUSE_S = 1.0
-LOST_CODES |= RECOVERING_CODES
+LOST_CODES = {0, 2003, 2006, 2013, 2014, 2055, 1053, 1040, 4013, 4006, 4179, 5150, 4038, 4638, *RECOVERING_CODES}
 # OB_TIMEOUT (4012) means "the server is still starting" only while logging in. After
 # that it is a statement that ran past ob_query_timeout: the connection is fine and the
 # transaction still open (measured on seekdb 4.3.5.3), and running the same work again

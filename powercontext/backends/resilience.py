@@ -59,23 +59,18 @@ class DriverErrors:
             with self._transaction(write=False) as tx:
                 row = self._read_revision(tx, plan.artifact_id, plan.next_revision)
                 head = self._read_head(tx, plan.artifact_id)
-        except PowerContextError as exc:
-            raise CommitOutcomeUnknownError(
-                f"the connection was lost while committing {ref} ({lost}) and the server cannot be reached to "
-                f"re-read the outcome ({exc}); once it is back, reread svc.head({plan.artifact_id!r}) before retrying"
-            ) from None
         except Exception as exc:
-            if not self._is_connection_lost(exc):
-                mapped = self._driver_error(exc)
-                if mapped is None:
-                    raise
-                raise CommitOutcomeUnknownError(
-                    f"the connection was lost while committing {ref} ({lost}) and re-reading the outcome "
-                    f"failed ({mapped}); reread svc.head({plan.artifact_id!r}) before retrying"
-                ) from None
+            if isinstance(exc, PowerContextError):
+                why = f"the server cannot be reached to re-read the outcome ({exc}); once it is back,"
+            elif self._is_connection_lost(exc):
+                why = "again while re-reading the outcome; once the server is back,"
+            elif (mapped := self._driver_error(exc)) is not None:
+                why = f"re-reading the outcome was refused ({mapped});"
+            else:
+                raise
             raise CommitOutcomeUnknownError(
-                f"the connection was lost while committing {ref} ({lost}) and again while re-reading the outcome; "
-                f"once the server is back, reread svc.head({plan.artifact_id!r}) before retrying"
+                f"the connection was lost while committing {ref} ({lost}) and {why} "
+                f"reread svc.head({plan.artifact_id!r}) before retrying"
             ) from None
         # the row stores the content's chunk list (revision_store.py); its content hash
         # (SHA-256 of the canonical bytes) says whether it is this plan's content
