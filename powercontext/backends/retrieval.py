@@ -46,25 +46,27 @@ def fts_fetch_size(pool: int) -> int:
     return max(FTS_MIN_DEPTH, pool * FTS_OVERFETCH)
 
 
-def fts_pool(rows: list[tuple[Any, ...]], terms: tuple[str, ...], pool: int) -> list[tuple[tuple[Any, ...], int]]:
+def fts_pool(rows: list[tuple[Any, ...]], terms: tuple[str, ...],
+             pool: int) -> list[tuple[tuple[Any, ...], int, tuple[str, ...]]]:
     """The full-text pool both databases agree on, from rows in the engine's order
     (``…, searchable_text`` at index 4): the ``pool`` rows matching the most distinct
     query terms, then the shortest (fewest stored tokens), then by (memory, entry).
     Admission counts matched terms, so this keeps every row it could admit while it
-    fits. Returns (row, pool_rank) in the engine's relevance order (the channel's ranks)."""
+    fits. Returns (row, pool_rank, matched terms in query order) in the engine's
+    relevance order (the channel's ranks): the one place that decides which query terms
+    a stored text holds."""
     # searchable_text is tokens joined by single spaces (analyzer.searchable_text): one
     # split per row and a C-level set intersection count the distinct terms it holds
     # (27 % faster on 256 rows than a substring scan per term, measured at 1k entries).
     wanted = frozenset(terms)
-
-    def key(indexed: tuple[int, tuple[Any, ...]]) -> tuple[int, int, str, str]:
-        row = indexed[1]
+    held: list[frozenset[str]] = []
+    keys: list[tuple[int, int, str, str, int]] = []
+    for i, row in enumerate(rows):
         tokens = row[4].split(" ")
-        return (-len(wanted.intersection(tokens)), len(tokens), row[0], row[1])
-
-    ranked = sorted(enumerate(rows), key=key)[:pool]
-    place = {i: r for r, (i, _) in enumerate(ranked)}
-    return [(rows[i], place[i]) for i in sorted(place)]
+        held.append(found := wanted.intersection(tokens))
+        keys.append((-len(found), len(tokens), row[0], row[1], i))  # i: equal keys keep the engine's order
+    place = {key[4]: r for r, key in enumerate(sorted(keys)[:pool])}
+    return [(rows[i], place[i], tuple(t for t in terms if t in held[i])) for i in sorted(place)]
 
 
 class AuthoritativeRetrieval:
@@ -103,7 +105,7 @@ class AuthoritativeRetrieval:
             self._check_analyzer_record(schema.get("analyzer"))  # stored tokens and query terms from one analyzer
             generation = int(schema.get("projection_generation") or 0)
             raw: dict[str, list[tuple[Any, ...]]] = {}
-            pool_ranks: list[int] = []
+            pooled: list[tuple[tuple[Any, ...], int, tuple[str, ...]]] = []
             query_dot_centroid = None
             vector = "vector" in request.channels
             if vector:
@@ -123,8 +125,7 @@ class AuthoritativeRetrieval:
             vector_rows = self._vector_query(tx, ids, request.query_vector, request.pool) if vector else None
             if fts_rows is not None:
                 pooled = fts_pool(fts_rows, request.terms, request.pool)
-                raw["fts"] = [row for row, _ in pooled]
-                pool_ranks = [r for _, r in pooled]
+                raw["fts"] = [row for row, _, _ in pooled]
             elif "fts" in request.channels:
                 raw["fts"] = []
             if vector_rows is not None:
@@ -145,15 +146,16 @@ class AuthoritativeRetrieval:
             manifests = {r.artifact_id: self._cached_revision_of_row(tx, r, revision_rows[r], "root")
                          for r in request.memories}
             channels = {name: self._authoritative(tx, name, rows, manifests, request, query_dot_centroid,
-                                                  pool_ranks if name == "fts" else None)
+                                                  pooled if name == "fts" else None)
                         for name, rows in raw.items()}
         return Retrieval(memories=request.memories, terms=request.terms, channels=channels)
 
     def _authoritative(self, tx, channel, rows, manifests, request, query_dot_centroid=None,
-                       pool_ranks=None) -> tuple[ChannelCandidate, ...]:
+                       pooled=None) -> tuple[ChannelCandidate, ...]:
         """Keep only rows that the authoritative head manifest confirms: same entry,
         active, exact version, and a version row whose canonical bytes hash to the
-        manifest's hash. Candidate text comes from the version row, not the index."""
+        manifest's hash. Candidate text comes from the version row, not the index.
+        ``pooled``: fts_pool's (row, pool_rank, matched terms) of the full-text rows."""
         refs = {r.artifact_id: r for r in request.memories}
         versions = self._hashed_versions(tx, [row[2] for row in rows], reread=False)
         out: list[ChannelCandidate] = []
@@ -178,12 +180,11 @@ class AuthoritativeRetrieval:
             # re-analysis of candidate texts on the search path.
             script = self._script_of(stored_text)
             if fts:
-                stored = frozenset(stored_text.split(" "))  # its tokens, as fts_pool counts them
+                _, pool_rank, matched = pooled[index]
                 out.append(ChannelCandidate(
                     channel, len(out) + 1, refs[memory_id], entry_id, version_id, content_hash, version.kind,
-                    version.text, matched_terms=tuple(t for t in request.terms if t in stored),
-                    query_term_count=len(request.terms), script=script, query_script=query_script,
-                    pool_rank=pool_ranks[index],
+                    version.text, matched_terms=matched, query_term_count=len(request.terms), script=script,
+                    query_script=query_script, pool_rank=pool_rank,
                 ))
             else:
                 cosine = cosine_from_l2(float(signal))
