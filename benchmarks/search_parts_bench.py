@@ -14,7 +14,8 @@ over the queries, in ms:
 - ``_retrieve_sync``: the same request run on the worker thread, no hop.
 - ``raw SQL``: the FTS and vector statements it issues, in one read transaction
   (``perf_bench.raw_search_ms``, the ratio's denominator).
-- ``fts_pool``: choosing the full-text pool from the rows read (pure Python).
+- ``fts_pool``: choosing the full-text pool from the rows read, with each pooled row's
+  matched query terms (pure Python).
 - ``fuse``: admission and RRF over the retrieved channels (pure Python).
 - ``empty hop``: awaiting a job that does nothing on the worker.
 
