@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import cProfile
 import functools
 import hashlib
@@ -116,6 +117,20 @@ def p50(values):
 
 
 # ------------------------------------------------------------------ database plumbing
+
+
+@contextlib.contextmanager
+def bench_target(backend: str, url: str | None, work: Path, name: str):
+    """Where a bench Memory lives: a SQLite file in ``work``, or a database of its own on
+    the server (named for this process), dropped when done."""
+    if backend == "sqlite":
+        yield str(work / f"{name}.db")
+        return
+    database = f"{name}_{os.getpid()}"
+    try:
+        yield url.rstrip("/") + f"/{database}"
+    finally:
+        drop_database(url, database)
 
 
 def on_worker(backend, fn):
@@ -384,56 +399,45 @@ async def main() -> None:
     try:
         for n in sizes:
             for backend in backends:
-                if backend == "sqlite":
-                    target = str(work / f"bench_{n}.db")
-                else:
-                    database = f"bench_{n}_{os.getpid()}"
-                    target = url.rstrip("/") + f"/{database}"
-                svc, rev, load_s = await load(target, texts[:n], model)
-                hybrid = await search_overhead(svc, rev, queries, model, "hybrid")
-                fts = await search_overhead(svc, rev, queries, model, "fts")
-                if args.profile:
-                    per_search, text = await profile_hybrid(svc, rev, queries)
-                    profiles.append((backend, n, per_search, text))
-                if args.explain and backend == "oceanbase":
-                    terms = arguments.query_terms(queries[0], svc.backend.analyzer)
-                    print(f"EXPLAIN of the OceanBase full-text query, {n} entries, terms {terms}:")
-                    print(explain_fts(svc.backend, rev.artifact_id, terms, svc.policy.pool_size(8)))
-                head, append_ms, bytes_per_rev = await appends(svc, rev, args.appends)
-                if n != min(sizes):
-                    small = await svc.remember(None, entries=tuple(
-                        pc.MemoryEntryInput("fact", t) for t in texts[:min(sizes)]))
-                    small_ms, large_ms, head = await paired_appends(svc, small, head, args.appends)
-                    paired.append((backend, n, small_ms, large_ms))
-                    print(f"{backend:<9} {n:>7}: append in turn with a {min(sizes):,}-entry Memory: "
-                          f"{large_ms:.1f} vs {small_ms:.1f} ms = {large_ms / small_ms:.2f}x", flush=True)
-                    if args.fts_only:
-                        fts_target = (str(work / f"bench_fts_{n}.db") if backend == "sqlite"
-                                      else url.rstrip("/") + f"/bench_fts_{n}_{os.getpid()}")
-                        small_ms, large_ms = await fts_only_paired(fts_target, texts[:min(sizes)], texts[:n],
-                                                                   args.appends)
-                        if backend == "oceanbase":
-                            drop_database(url, f"bench_fts_{n}_{os.getpid()}")
-                        fts_paired.append((backend, n, small_ms, large_ms))
-                        print(f"{backend:<9} {n:>7}: full text only, append in turn with a {min(sizes):,}-entry "
-                              f"Memory: {large_ms:.1f} vs {small_ms:.1f} ms = {large_ms / small_ms:.2f}x", flush=True)
-                changes_s, nchanges, cache_mb = await history(svc, head)
-                await svc.close()
-                rows.append((backend, n, load_s, hybrid, fts, append_ms, bytes_per_rev, changes_s, nchanges, cache_mb))
-                print(f"{backend:<9} {n:>7}: load {load_s:6.1f} s | hybrid {hybrid[0]:6.1f} vs raw {hybrid[1]:6.1f} ms "
-                      f"= {hybrid[0] / hybrid[1]:4.2f}x | fts {fts[0]:6.1f} vs raw {fts[1]:6.1f} ms = {fts[0] / fts[1]:4.2f}x | "
-                      f"append {append_ms:6.1f} ms, {bytes_per_rev / 1024:8.1f} KB/Revision | "
-                      f"changes(0) {changes_s:5.2f} s over {nchanges} | cache {cache_mb:5.0f} MB | peak {peak_rss_mb():5.0f} MB",
-                      flush=True)
-                if backend == "oceanbase":
-                    drop_database(url, database)
+                with bench_target(backend, url, work, f"bench_{n}") as target:
+                    svc, rev, load_s = await load(target, texts[:n], model)
+                    hybrid = await search_overhead(svc, rev, queries, model, "hybrid")
+                    fts = await search_overhead(svc, rev, queries, model, "fts")
+                    if args.profile:
+                        per_search, text = await profile_hybrid(svc, rev, queries)
+                        profiles.append((backend, n, per_search, text))
+                    if args.explain and backend == "oceanbase":
+                        terms = arguments.query_terms(queries[0], svc.backend.analyzer)
+                        print(f"EXPLAIN of the OceanBase full-text query, {n} entries, terms {terms}:")
+                        print(explain_fts(svc.backend, rev.artifact_id, terms, svc.policy.pool_size(8)))
+                    head, append_ms, bytes_per_rev = await appends(svc, rev, args.appends)
+                    if n != min(sizes):
+                        small = await svc.remember(None, entries=tuple(
+                            pc.MemoryEntryInput("fact", t) for t in texts[:min(sizes)]))
+                        small_ms, large_ms, head = await paired_appends(svc, small, head, args.appends)
+                        paired.append((backend, n, small_ms, large_ms))
+                        print(f"{backend:<9} {n:>7}: append in turn with a {min(sizes):,}-entry Memory: "
+                              f"{large_ms:.1f} vs {small_ms:.1f} ms = {large_ms / small_ms:.2f}x", flush=True)
+                        if args.fts_only:
+                            with bench_target(backend, url, work, f"bench_fts_{n}") as fts_target:
+                                small_ms, large_ms = await fts_only_paired(fts_target, texts[:min(sizes)], texts[:n],
+                                                                           args.appends)
+                            fts_paired.append((backend, n, small_ms, large_ms))
+                            print(f"{backend:<9} {n:>7}: full text only, append in turn with a {min(sizes):,}-entry "
+                                  f"Memory: {large_ms:.1f} vs {small_ms:.1f} ms = {large_ms / small_ms:.2f}x", flush=True)
+                    changes_s, nchanges, cache_mb = await history(svc, head)
+                    await svc.close()
+                    rows.append((backend, n, load_s, hybrid, fts, append_ms, bytes_per_rev, changes_s, nchanges, cache_mb))
+                    print(f"{backend:<9} {n:>7}: load {load_s:6.1f} s | hybrid {hybrid[0]:6.1f} vs raw {hybrid[1]:6.1f} ms "
+                          f"= {hybrid[0] / hybrid[1]:4.2f}x | fts {fts[0]:6.1f} vs raw {fts[1]:6.1f} ms = {fts[0] / fts[1]:4.2f}x | "
+                          f"append {append_ms:6.1f} ms, {bytes_per_rev / 1024:8.1f} KB/Revision | "
+                          f"changes(0) {changes_s:5.2f} s over {nchanges} | cache {cache_mb:5.0f} MB | peak {peak_rss_mb():5.0f} MB",
+                          flush=True)
         probes = []
         if args.limit_probe:
             for backend in [b for b in backends if b in args.probe_backends.split(",")]:
-                target = str(work / "probe.db") if backend == "sqlite" else url.rstrip("/") + f"/bench_probe_{os.getpid()}"
-                probes.append((backend, await limit_probe(target, args.limit_probe, model)))
-                if backend == "oceanbase":
-                    drop_database(url, f"bench_probe_{os.getpid()}")
+                with bench_target(backend, url, work, "bench_probe") as target:
+                    probes.append((backend, await limit_probe(target, args.limit_probe, model)))
     finally:
         if server is not None:
             server.stop()

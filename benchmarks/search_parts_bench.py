@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
 import sys
@@ -133,14 +132,11 @@ async def main() -> None:
     results, hops = {}, {}
     try:
         for backend in backends:
-            database = f"parts_{args.size}_{os.getpid()}"
-            target = str(work / "parts.db") if backend == "sqlite" else url.rstrip("/") + f"/{database}"
-            svc, rev, _ = await pb.load(target, texts, model)
-            results[backend] = await parts(svc, rev, queries, model, args.repeat)
-            hops[backend] = await hop_by_job(svc.backend)
-            await svc.close()
-            if backend == "oceanbase":
-                pb.drop_database(url, database)
+            with pb.bench_target(backend, url, work, f"parts_{args.size}") as target:
+                svc, rev, _ = await pb.load(target, texts, model)
+                results[backend] = await parts(svc, rev, queries, model, args.repeat)
+                hops[backend] = await hop_by_job(svc.backend)
+                await svc.close()
     finally:
         if server is not None:
             server.stop()
