@@ -355,8 +355,8 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
                         f"a concurrent writer committed Memory {plan.artifact_id!r} Revision {next_revision} first; retry"
                     ) from exc
                 raise
-            for version in plan.new_versions:
-                self._insert_version(tx, self._version_row(version))
+            if plan.new_versions:
+                self._insert_versions(tx, [self._version_row(v) for v in plan.new_versions])
             rows_vectored = self._apply_projections(tx, plan, base, searchable, diff)
         ref = ArtifactRef(plan.artifact_id, next_revision)
         self._completeness_after_commit(
@@ -447,7 +447,14 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
     def _existing_version_ids(self, tx: Any, version_ids: list[str]) -> set[str]: ...
 
     @abstractmethod
-    def _insert_version(self, tx: Any, row: tuple[Any, ...]) -> None: ...
+    def _insert_versions(self, tx: Any, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert these version rows (in _version_row column order), batched as the
+        driver allows."""
+
+    @abstractmethod
+    def _insert_many(self, tx: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One ``INSERT … VALUES (?, …)`` for every row of ``rows``, sent as few
+        statements as the database takes."""
 
     @abstractmethod
     def _read_source(self, tx: Any, name: str) -> tuple[str, str] | None:
@@ -457,13 +464,11 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
     def _insert_source(self, tx: Any, name: str, content_hash: str, payload: str) -> None: ...
 
     @abstractmethod
-    def _put_projection(self, tx, artifact_id, head_revision, entry_id, version_id, content_hash, searchable_text, vector) -> None:
-        """Insert or replace the head row of one active entry, its FTS row, and its
-        vector projection (``vector`` = (embedding_content_hash, values) or None, in
-        which case no vector — and no stale vector — may remain)."""
-
-    @abstractmethod
-    def _delete_projection(self, tx: Any, artifact_id: str, entry_id: str) -> None: ...
+    def _put_projections(self, tx: Any, artifact_id: str, head_revision: int, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert or replace the head rows of these active entries (one in-list), each
+        (entry_id, version_id, content_hash, searchable_text, vector), with their FTS
+        rows and vector projection (``vector`` = (embedding_content_hash, values) or
+        None, in which case no vector — and no stale vector — may remain)."""
 
     @abstractmethod
     def _delete_projections(self, tx: Any, artifact_id: str, entry_ids: Sequence[str]) -> None:

@@ -54,10 +54,12 @@ class PacketLimit:
 
     def _insert_many(self, tx, sql, rows):
         """One INSERT … VALUES statement per packet's worth of ``rows``: each row is
-        checked against the limit, and the rows are sent as few multi-row INSERTs."""
+        checked against the limit, and the rows are sent as few multi-row INSERTs (on
+        OceanBase each statement is a round trip, and a row sent alone cost ~0.7–1.7 ms
+        against ~0.4 ms in a multi-row INSERT at 1k rows)."""
         for row in rows:
             self._check_packet(sql, row)
         # pymysql sends executemany as multi-row INSERTs of at most max_stmt_length bytes
         tx.max_stmt_length = min(1024000, self.max_allowed_packet - PACKET_MARGIN)
-        tx.executemany(sql, rows)
+        tx.executemany(sql.replace("?", "%s"), rows)  # portable statements use "?"
 

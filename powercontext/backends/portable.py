@@ -190,8 +190,8 @@ class PortableSQL:
             )}
         return out
 
-    def _insert_version(self, tx, row):
-        self._count(tx, f"INSERT INTO memory_entry_versions ({VERSION_COLUMNS}) VALUES ({marks(11)})", row)
+    def _insert_versions(self, tx, rows):
+        self._insert_many(tx, f"INSERT INTO memory_entry_versions ({VERSION_COLUMNS}) VALUES ({marks(11)})", rows)
 
     # sources
 

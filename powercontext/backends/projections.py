@@ -41,35 +41,39 @@ class ProjectionUpkeep:
             for values in (self._projection_vectors(tx, plan.artifact_id, leaving) if leaving else {}).values():
                 delta.remove(values)
             entering: list[str] = []
-        every_row_vectored = True
+        gone: list[str] = []  # entries whose projection goes
+        put = []  # items whose projection is new or of another version
         for item, old in pairs:
             if old is item:
                 continue  # the base's own item: its projection (or its absence) stays
             was_active = old is not None and old.state == "active"
             if item.state == "inactive":
                 if was_active:
-                    self._delete_projection(tx, plan.artifact_id, item.entry_id)
+                    gone.append(item.entry_id)
                 continue
             if was_active and old.entry_version_id == item.entry_version_id:
                 continue  # unchanged active entry: its projection stays
-            text = searchable.get(item.entry_version_id)
-            if text is None:  # reactivation restores the same version
-                version = self._versions(tx, [item.entry_version_id])[item.entry_version_id]
-                text = self.analyzer.searchable_text(version.text)
+            put.append(item)
+        # A reactivation restores a version the commit did not write: its text is read.
+        texts = dict(searchable)
+        reread = [item.entry_version_id for item in put if item.entry_version_id not in texts]
+        for version_id, version in (self._versions(tx, reread) if reread else {}).items():
+            texts[version_id] = self.analyzer.searchable_text(version.text)
+        every_row_vectored = True
+        rows = []
+        for item in put:
             vector = plan.vectors.get(item.entry_version_id)
             every_row_vectored = every_row_vectored and vector is not None
             if sums and vector is not None:
                 entering.append(item.entry_id)
-            self._put_projection(
-                tx,
-                plan.artifact_id,
-                plan.next_revision,
-                item.entry_id,
-                item.entry_version_id,
-                item.entry_content_hash,
-                text,
-                vector,
-            )
+            rows.append((item.entry_id, item.entry_version_id, item.entry_content_hash, texts[item.entry_version_id],
+                         vector))
+        # In batches, one in-list at a time: on OceanBase every statement is a round
+        # trip, and a 10k-entry remember() wrote its head rows one by one.
+        for part in self._in_lists(gone):
+            self._delete_projections(tx, plan.artifact_id, part)
+        for part in self._in_lists(rows):
+            self._put_projections(tx, plan.artifact_id, plan.next_revision, part)
         if sums and entering:
             # Added as read back from the database, like the removals above: a server
             # that returns vectors in a rounded text form (OceanBase: 6 digits) then

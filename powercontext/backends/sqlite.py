@@ -281,9 +281,12 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         tx.execute(sql, tuple(params))
         return self._con.changes()
 
+    def _insert_many(self, tx, sql, rows):
+        tx.executemany(sql, rows)
+
     def _insert_chunks(self, tx, chunks):
-        tx.executemany(
-            "INSERT OR IGNORE INTO artifact_manifest_chunks (chunk_key, content) VALUES (?, ?)", list(chunks.items())
+        self._insert_many(
+            tx, "INSERT OR IGNORE INTO artifact_manifest_chunks (chunk_key, content) VALUES (?, ?)", list(chunks.items())
         )
 
     def _is_unique_violation(self, exc: BaseException) -> bool:
@@ -304,15 +307,12 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             tx.execute("DELETE FROM memory_entry_vector_metadata WHERE projection_id = ?", (projection_id,))
             tx.execute("DELETE FROM memory_entry_search_vector WHERE rowid = ?", (projection_id,))
 
-    def _put_projection(self, tx, artifact_id, head_revision, entry_id, version_id, content_hash, searchable_text, vector):
-        pid = self._projection_id(tx, artifact_id, entry_id)
-        if pid is None:
-            pid = tx.execute(
-                "INSERT INTO memory_entry_heads (memory_artifact_id, head_revision, entry_id, entry_version_id, "
-                "entry_content_hash, searchable_text) VALUES (?, ?, ?, ?, ?, ?) RETURNING projection_id",
-                (artifact_id, head_revision, entry_id, version_id, content_hash, searchable_text),
-            ).fetchone()[0]
-        else:
+    def _put_projections(self, tx, artifact_id, head_revision, rows):
+        existing = dict(tx.execute(
+            f"SELECT entry_id, projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? "
+            f"AND entry_id IN ({marks(len(rows))})", (artifact_id, *(row[0] for row in rows))))
+        replaced = [(existing[row[0]], *row[1:]) for row in rows if row[0] in existing]
+        for pid, version_id, content_hash, searchable_text, _ in replaced:
             tx.execute(
                 "UPDATE memory_entry_heads SET head_revision = ?, entry_version_id = ?, entry_content_hash = ?, "
                 "searchable_text = ? WHERE projection_id = ?",
@@ -320,39 +320,38 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             )
             tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
             self._drop_vector(tx, pid)  # never keep a vector of older content
-        tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (?, ?)", (pid, searchable_text))
-        if vector is not None and self._vector_tables:
-            embedding_hash, values = vector
-            tx.execute(
-                "INSERT INTO memory_entry_vector_metadata (projection_id, entry_version_id, entry_content_hash, "
-                "embedding_content_hash) VALUES (?, ?, ?, ?)",
-                (pid, version_id, content_hash, embedding_hash),
-            )
-            tx.execute("INSERT INTO memory_entry_search_vector (rowid, embedding) VALUES (?, ?)", (pid, _float32(values)))
+        self._insert_search_rows(tx, replaced)
+        fresh = [row for row in rows if row[0] not in existing]
+        if fresh:
+            self._insert_projections(tx, artifact_id, head_revision, fresh)
 
     def _insert_projections(self, tx, artifact_id, head_revision, rows):
-        # one executemany per table: the FTS and vector rows take the projection_id
-        # each head row was given
-        tx.executemany(
+        # RETURNING gives each head row its projection_id, in order (one row per
+        # statement of the executemany): its FTS and vector rows take that id
+        pids = [r[0] for r in tx.executemany(
             "INSERT INTO memory_entry_heads (memory_artifact_id, head_revision, entry_id, entry_version_id, "
-            "entry_content_hash, searchable_text) VALUES (?, ?, ?, ?, ?, ?)",
+            "entry_content_hash, searchable_text) VALUES (?, ?, ?, ?, ?, ?) RETURNING projection_id",
             [(artifact_id, head_revision, entry_id, version_id, content_hash, text)
              for entry_id, version_id, content_hash, text, _ in rows],
-        )
-        pids = dict(tx.execute(
-            f"SELECT entry_id, projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? "
-            f"AND entry_id IN ({marks(len(rows))})", (artifact_id, *(row[0] for row in rows))))
+        )]
+        self._insert_search_rows(tx, [(pid, *row[1:]) for pid, row in zip(pids, rows, strict=True)])
+
+    def _insert_search_rows(self, tx, rows):
+        """The FTS row and, with a vector, the vector rows of head rows that have
+        none: each (projection_id, version_id, content_hash, searchable_text, vector)."""
+        if not rows:
+            return
         tx.executemany("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (?, ?)",
-                       [(pids[row[0]], row[3]) for row in rows])
-        vectors = [(pids[row[0]], row[1], row[2], row[4]) for row in rows if row[4] is not None]
+                       [(row[0], row[3]) for row in rows])
+        vectors = [row for row in rows if row[4] is not None]
         if vectors and self._vector_tables:
             tx.executemany(
                 "INSERT INTO memory_entry_vector_metadata (projection_id, entry_version_id, entry_content_hash, "
                 "embedding_content_hash) VALUES (?, ?, ?, ?)",
-                [(pid, version_id, content_hash, vector[0]) for pid, version_id, content_hash, vector in vectors],
+                [(pid, version_id, content_hash, vector[0]) for pid, version_id, content_hash, _, vector in vectors],
             )
             tx.executemany("INSERT INTO memory_entry_search_vector (rowid, embedding) VALUES (?, ?)",
-                           [(pid, _float32(vector[1])) for pid, _, _, vector in vectors])
+                           [(pid, _float32(vector[1])) for pid, _, _, _, vector in vectors])
 
     def _delete_projections(self, tx, artifact_id, entry_ids):
         pids = [r[0] for r in tx.execute(
@@ -366,14 +365,6 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             tx.execute(f"DELETE FROM memory_entry_search_vector WHERE rowid IN ({in_pids})", pids)
         tx.execute(f"DELETE FROM memory_entry_search_fts WHERE rowid IN ({in_pids})", pids)
         tx.execute(f"DELETE FROM memory_entry_heads WHERE projection_id IN ({in_pids})", pids)
-
-    def _delete_projection(self, tx, artifact_id, entry_id):
-        pid = self._projection_id(tx, artifact_id, entry_id)
-        if pid is None:
-            return
-        self._drop_vector(tx, pid)
-        tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
-        tx.execute("DELETE FROM memory_entry_heads WHERE projection_id = ?", (pid,))
 
     # ------------------------------------------------------------- schema, analyzer, c̄
 

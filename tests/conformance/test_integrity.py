@@ -67,7 +67,7 @@ async def test_failure_after_revision_insert_leaves_nothing(svc, monkeypatch):
     def broken_projection(*args, **kwargs):
         raise RuntimeError("injected index failure")
 
-    monkeypatch.setattr(svc.backend, "_put_projection", broken_projection)
+    monkeypatch.setattr(svc.backend, "_put_projections", broken_projection)
     with pytest.raises(RuntimeError, match="injected"):
         await svc.remember(sc.r1, entries=(pc.MemoryEntryInput("fact", "never committed"),))
     assert await counts(svc) == before

@@ -38,6 +38,39 @@ async def test_per_entry_statements_are_chunked(svc, monkeypatch):
     assert bound and max(bound) <= 4, max(bound)  # 3 values, plus at most one other parameter
 
 
+async def test_a_commit_writes_its_projection_a_batch_at_a_time(svc, monkeypatch):
+    """A commit's version rows go in one batched insert, and its head rows (new,
+    replaced or gone) one in-list at a time. A 10k-entry remember() on OceanBase was
+    ~30,000 statements: an UPDATE and an INSERT per head row, an INSERT per version."""
+    backend = svc.backend
+    monkeypatch.setattr(backend, "in_list_size", 4)
+    puts, gone, versions = [], [], []
+    for name, log in (("_put_projections", puts), ("_delete_projections", gone), ("_insert_versions", versions)):
+        real = getattr(backend, name)
+        monkeypatch.setattr(backend, name, lambda tx, *args, _real=real, _log=log: _log.append(len(args[-1])) or _real(tx, *args))
+    names = "alpha bravo charlie delta echo foxtrot golf hotel india juliet".split()
+    rev = await svc.remember(None, entries=tuple(E("fact", f"fact {name} about the build cache") for name in names))
+    assert (puts, versions) == ([4, 4, 2], [10])
+    first = sorted(await svc.entries(rev), key=lambda e: e.text)
+    rev = await svc.forget(rev, first[:5])
+    assert gone == [4, 1]
+    rev = await svc.reactivate(rev, first[:3])  # versions the commit did not write: read back
+    assert puts[3:] == [3] and versions == [10]
+    renamed = first[7].text.replace("about the", "about a renamed")
+    rev = await svc.patch(rev, first[7], "about the", "about a renamed")  # its head row is replaced
+    assert puts[4:] == [1] and versions == [10, 1]
+    active = {e.text for e in await svc.entries(rev)}
+    assert active == {e.text for e in first[:3] + first[5:7] + first[8:]} | {renamed}
+    hits = (await svc.search("renamed", memories=(rev,), mode="fts", limit=10)).hits
+    assert [h.text for h in hits] == [renamed]
+    hits = (await svc.search("build cache", memories=(rev,), mode="fts", limit=10)).hits
+    assert {h.text for h in hits} == active
+    for name in names:  # each full-text row is its own entry's, inserted, reactivated or replaced
+        hits = (await svc.search(name, memories=(rev,), mode="fts", limit=10)).hits
+        assert [h.text for h in hits] == [t for t in active if f" {name} " in t]
+    assert (await svc.verify(rev)).ok
+
+
 async def test_a_statement_over_max_allowed_packet_is_refused_naming_it(oceanbase_url):
     database = "pc_" + uuid.uuid4().hex[:16]
     svc = await pc.open(database_url(oceanbase_url, database))
