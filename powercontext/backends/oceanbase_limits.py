@@ -1,8 +1,9 @@
 """OceanBase's ``max_allowed_packet``: a statement larger than it is refused by the
 server mid-transaction with a raw driver error. Each statement's size is estimated
 before it is sent and an oversized one is refused with ServerLimitError naming the
-limit (the transaction rolls back: nothing is written). Batches (manifest chunks, the
-head rows of a rebuild) go in multi-row INSERTs kept under the same limit."""
+limit (the transaction rolls back: nothing is written). Batches (manifest chunks, a
+commit's versions and head rows, the head rows of a rebuild) go in multi-row INSERTs
+kept under the same limit."""
 
 from __future__ import annotations
 
