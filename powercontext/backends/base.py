@@ -464,11 +464,16 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
     def _insert_source(self, tx: Any, name: str, content_hash: str, payload: str) -> None: ...
 
     @abstractmethod
-    def _put_projections(self, tx: Any, artifact_id: str, head_revision: int, rows: Sequence[tuple[Any, ...]]) -> None:
-        """Insert or replace the head rows of these active entries (one in-list), each
-        (entry_id, version_id, content_hash, searchable_text, vector), with their FTS
-        rows and vector projection (``vector`` = (embedding_content_hash, values) or
-        None, in which case no vector — and no stale vector — may remain)."""
+    def _projection_ids(self, tx: Any, artifact_id: str, entry_ids: Sequence[str]) -> dict[str, int]:
+        """{entry_id: projection_id} of those entries' head rows (one in-list)."""
+
+    @abstractmethod
+    def _replace_projections(self, tx: Any, artifact_id: str, head_revision: int,
+                             rows: Sequence[tuple[Any, ...]]) -> None:
+        """Rewrite head rows that exist, each (projection_id, entry_id, version_id,
+        content_hash, searchable_text, vector), with their FTS rows and vector
+        projection (``vector`` = (embedding_content_hash, values) or None, in which case
+        no vector — and no stale vector — may remain)."""
 
     @abstractmethod
     def _delete_projections(self, tx: Any, artifact_id: str, entry_ids: Sequence[str]) -> None:

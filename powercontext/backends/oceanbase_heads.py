@@ -32,24 +32,15 @@ class HeadRows:
         params: list[Any] = [head_revision, version_id, content_hash, searchable_text, embedding_hash]
         return params + [values] if self._vector_column else params  # NULL when no vector: never a stale one
 
-    def _put_projections(self, tx, artifact_id, head_revision, rows):
-        # The rows already there (a replaced version's) are rewritten one UPDATE each,
-        # as before; the new ones go in one multi-row INSERT, where an UPDATE of no row
-        # then an INSERT per entry made a 10k-entry remember() ~30,000 round trips.
-        # Not one upsert: with ON DUPLICATE KEY UPDATE, test_online_equivalence failed
-        # once in three CI runs, on hits of revised entries (the rows it had rewritten);
-        # the cause was not found, and every earlier run passed with this UPDATE.
-        existing = {r[0] for r in self._rows(
-            tx, f"SELECT entry_id FROM memory_entry_heads WHERE memory_artifact_id = ? AND entry_id IN ({marks(len(rows))})",
-            (artifact_id, *(row[0] for row in rows)))}
+    def _replace_projections(self, tx, artifact_id, head_revision, rows):
+        # One UPDATE per rewritten row, as before commits were batched. Not a multi-row
+        # upsert: with ON DUPLICATE KEY UPDATE, test_online_equivalence failed once in
+        # three CI runs, on hits of revised entries (the rows it had rewritten); the
+        # cause was not found, and every earlier run passed with this UPDATE.
         columns = ", ".join(f"{name} = %s" for name in self._head_columns())
-        for entry_id, *values in rows:
-            if entry_id in existing:
-                tx.execute(f"UPDATE memory_entry_heads SET {columns} WHERE memory_artifact_id = %s AND entry_id = %s",
-                           (*self._head_values(head_revision, *values), artifact_id, entry_id))
-        fresh = [row for row in rows if row[0] not in existing]
-        if fresh:
-            self._insert_projections(tx, artifact_id, head_revision, fresh)
+        for _, entry_id, *values in rows:
+            tx.execute(f"UPDATE memory_entry_heads SET {columns} WHERE memory_artifact_id = %s AND entry_id = %s",
+                       (*self._head_values(head_revision, *values), artifact_id, entry_id))
 
     def _insert_projections(self, tx, artifact_id, head_revision, rows):
         names = ["memory_artifact_id", "entry_id", *self._head_columns()]

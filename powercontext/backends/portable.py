@@ -181,6 +181,12 @@ class PortableSQL:
             "WHERE memory_artifact_id = ?", (artifact_id,)
         )
 
+    def _projection_ids(self, tx, artifact_id, entry_ids):
+        """{entry_id: projection_id} of those entries' head rows (one in-list)."""
+        return dict(self._rows(
+            tx, f"SELECT entry_id, projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? "
+            f"AND entry_id IN ({marks(len(entry_ids))})", (artifact_id, *entry_ids)))
+
     def _existing_version_ids(self, tx, version_ids):
         out = set()
         for part in self._in_lists(list(version_ids)):

@@ -86,3 +86,16 @@ class ProjectionUpkeep:
         # head_revision is the Revision that last wrote each row: rewriting it on every
         # row of the Memory made each commit O(entries) in writes.
         return every_row_vectored
+
+    def _put_projections(self, tx: Any, artifact_id: str, head_revision: int, rows: list[tuple[Any, ...]]) -> None:
+        """Insert or replace the head rows of these active entries (one in-list), each
+        (entry_id, version_id, content_hash, searchable_text, vector), with their FTS
+        rows and vector projection. A row already there (a replaced version's, or a
+        stray one) is rewritten in place; the others are inserted in one batch."""
+        ids = self._projection_ids(tx, artifact_id, [row[0] for row in rows])
+        replaced = [(ids[row[0]], *row) for row in rows if row[0] in ids]
+        if replaced:
+            self._replace_projections(tx, artifact_id, head_revision, replaced)
+        fresh = [row for row in rows if row[0] not in ids]
+        if fresh:
+            self._insert_projections(tx, artifact_id, head_revision, fresh)

@@ -307,12 +307,8 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             tx.execute("DELETE FROM memory_entry_vector_metadata WHERE projection_id = ?", (projection_id,))
             tx.execute("DELETE FROM memory_entry_search_vector WHERE rowid = ?", (projection_id,))
 
-    def _put_projections(self, tx, artifact_id, head_revision, rows):
-        existing = dict(tx.execute(
-            f"SELECT entry_id, projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? "
-            f"AND entry_id IN ({marks(len(rows))})", (artifact_id, *(row[0] for row in rows))))
-        replaced = [(existing[row[0]], *row[1:]) for row in rows if row[0] in existing]
-        for pid, version_id, content_hash, searchable_text, _ in replaced:
+    def _replace_projections(self, tx, artifact_id, head_revision, rows):
+        for pid, _, version_id, content_hash, searchable_text, _ in rows:
             tx.execute(
                 "UPDATE memory_entry_heads SET head_revision = ?, entry_version_id = ?, entry_content_hash = ?, "
                 "searchable_text = ? WHERE projection_id = ?",
@@ -320,10 +316,7 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             )
             tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
             self._drop_vector(tx, pid)  # never keep a vector of older content
-        self._insert_search_rows(tx, replaced)
-        fresh = [row for row in rows if row[0] not in existing]
-        if fresh:
-            self._insert_projections(tx, artifact_id, head_revision, fresh)
+        self._insert_search_rows(tx, [(pid, *row) for pid, _, *row in rows])
 
     def _insert_projections(self, tx, artifact_id, head_revision, rows):
         # RETURNING gives each head row its projection_id, in order (one row per
