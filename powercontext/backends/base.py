@@ -134,6 +134,14 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         chunks of a cached Revision (see revision_store.py)."""
         return await self._run(self._load_revision_sync, ref, check)
 
+    async def load_head(self, artifact_id: str, check: str = "all",
+                        expected: int | None = None) -> tuple[int | None, MemoryRevision | None]:
+        """A Memory's head and its verified Revision, read in one transaction: (None,
+        None) when there is no such Memory. With ``expected`` (a write's base), the
+        Revision is loaded only when the head is that one, else (head, None). One call
+        where a head read and a Revision read were two hops and two transactions."""
+        return await self._run(self._load_head_sync, artifact_id, check, expected)
+
     async def load_versions(self, ref: ArtifactRef, entry_ids: Sequence[str] | None = None) -> dict[str, MemoryEntryVersion]:
         """The versions the manifest of ``ref`` points at (all, or the given entries)."""
         return await self._run(self._load_manifest_versions_sync, ref, entry_ids)
@@ -206,6 +214,21 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
     def _load_revision_sync(self, ref: ArtifactRef, check: str = "all") -> MemoryRevision:
         with self._transaction(write=False) as tx:
             return self._revision(tx, ref, check)
+
+    def _load_head_sync(self, artifact_id: str, check: str,
+                        expected: int | None) -> tuple[int | None, MemoryRevision | None]:
+        with self._transaction(write=False) as tx:
+            if expected is None:
+                head = self._read_head(tx, artifact_id)
+                if head is None:
+                    return None, None
+                return head, self._revision(tx, ArtifactRef(artifact_id, head), check)
+            ref = ArtifactRef(artifact_id, expected)
+            heads, rows = self._heads_and_revisions(tx, [ref])  # one statement for both
+            head = heads.get(artifact_id)
+            if head != expected:
+                return head, None
+            return head, self._cached_revision_of_row(tx, ref, rows[ref], check).revision
 
     def _load_manifest_versions_sync(self, ref: ArtifactRef, entry_ids: Sequence[str] | None) -> dict[str, MemoryEntryVersion]:
         with self._transaction(write=False) as tx:
@@ -320,7 +343,12 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         searchable = {v.entry_version_id: self.analyzer.searchable_text(v.text) for v in plan.new_versions}
         with self._transaction(write=True) as tx:
             self._check_stored_analyzer(tx)
-            head = self._read_head(tx, plan.artifact_id)
+            base_ref = None if plan.base_revision is None else ArtifactRef(plan.artifact_id, plan.base_revision)
+            if base_ref is None:
+                head = self._read_head(tx, plan.artifact_id)
+            else:  # the head and the base's row in one statement (a round trip on OceanBase)
+                heads, base_rows = self._heads_and_revisions(tx, [base_ref])
+                head = heads.get(plan.artifact_id)
             if plan.base_revision is None and head is not None:
                 raise RevisionConflictError(f"Memory {plan.artifact_id!r} already exists (head {head})")
             if plan.base_revision is not None:
@@ -331,8 +359,8 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
                         f"Memory {plan.artifact_id!r} is at Revision {head}, not {plan.base_revision}: "
                         "reread the head and retry the operation"
                     )
-            cached_base = None if plan.base_revision is None else self._cached_revision(
-                tx, ArtifactRef(plan.artifact_id, plan.base_revision), "root")
+            cached_base = None if base_ref is None else self._cached_revision_of_row(
+                tx, base_ref, base_rows[base_ref], "root")
             base = None if cached_base is None else cached_base.revision
             if diff is not None and cached_base is not pre_base:
                 # the cache moved on since (evicted, re-verified): check in full against

@@ -104,10 +104,10 @@ class MemoryService(MemorySearch):
         pointer itself is not covered by any hash (RFC 000: it is the CAS'd
         ``artifact_heads`` row); ``svc.verify`` checks that it names the last Revision."""
         artifact_id = arguments.text_id(memory, "memory") if isinstance(memory, str) else as_ref(memory).artifact_id
-        head = await self.backend.head(artifact_id)
+        head, revision = await self.backend.load_head(artifact_id)
         if head is None:
             raise ArtifactNotFoundError(f"no Memory {artifact_id!r} in this database")
-        return await self.backend.load_revision(ArtifactRef(artifact_id, head))
+        return revision
 
     async def revision(self, ref: ArtifactRef) -> MemoryRevision:
         return await self.backend.load_revision(as_ref(ref))
@@ -163,21 +163,17 @@ class MemoryService(MemorySearch):
 
     # ------------------------------------------------------------------ writes
 
-    async def _require_head(self, ref: ArtifactRef, not_head: type[Exception], hint: str) -> None:
-        """Writes get RevisionConflictError for a stale base; searches get
-        CapabilityNotSupportedError for a non-head Revision (RFC)."""
-        head = await self.backend.head(ref.artifact_id)
+    async def _base(self, memory: Any) -> MemoryRevision:
+        """A write's base: it must be the head (RevisionConflictError otherwise). The
+        backend re-validates the plan against this base inside the commit; a cached
+        base is not re-read chunk by chunk (revision_store.py)."""
+        ref = as_ref(memory)
+        head, base = await self.backend.load_head(ref.artifact_id, check="root", expected=ref.revision)
         if head is None:
             raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
-        if head != ref.revision:
-            raise not_head(f"{ref} is not the head (Revision {head}); {hint}")
-
-    async def _base(self, memory: Any) -> MemoryRevision:
-        ref = as_ref(memory)
-        await self._require_head(ref, RevisionConflictError, "reread the head and retry")
-        # the backend re-validates the plan against this base inside the commit; a
-        # cached base is not re-read chunk by chunk (revision_store.py)
-        return await self.backend.load_revision(ref, check="root")
+        if base is None:
+            raise RevisionConflictError(f"{ref} is not the head (Revision {head}); reread the head and retry")
+        return base
 
     @staticmethod
     def _evidence(sources: Iterable[Any], artifacts: Iterable[Any]) -> tuple[tuple[SourceRef, ...], tuple[ArtifactRef, ...]]:

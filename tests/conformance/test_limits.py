@@ -6,6 +6,7 @@ prove what 100k entries would hit."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
@@ -69,6 +70,43 @@ async def test_a_commit_writes_its_projection_a_batch_at_a_time(svc, monkeypatch
         hits = (await svc.search(name, memories=(rev,), mode="fts", limit=10)).hits
         assert [h.text for h in hits] == [t for t in active if f" {name} " in t]
     assert (await svc.verify(rev)).ok
+
+
+async def test_a_one_entry_append_reads_its_base_once_and_its_commit_reads_head_and_base_together(svc, monkeypatch):
+    """Every statement is a round trip on OceanBase: remember() reads its base (head and
+    Revision row) in one statement of one read transaction, where it was two of each,
+    and the commit re-reads both in one statement. A stale base is still a conflict."""
+    from .test_rebuild_limits import RecordingCursor
+
+    rev = await svc.remember(None, entries=tuple(E("fact", f"fact {i} about the build cache") for i in range(20)))
+    backend = svc.backend
+    real = backend._transaction
+    transactions = []
+
+    @contextlib.contextmanager
+    def recording(write):
+        log = []
+        transactions.append((write, log))
+        with real(write) as tx:
+            yield RecordingCursor(tx, log)
+
+    monkeypatch.setattr(backend, "_transaction", recording)
+    rev = await svc.remember(rev, entries=(E("fact", "one more fact about the build cache"),))
+    assert [write for write, _ in transactions] == [False, True]
+    (_, base_read), (_, commit) = transactions
+    assert len(base_read) == 1 and "artifact_heads" in base_read[0][0] and "artifact_revisions" in base_read[0][0]
+    head_reads = [s for s, _, _ in commit if s.lstrip().upper().startswith("SELECT") and "artifact_heads" in s]
+    assert len(head_reads) == 1 and "artifact_revisions" in head_reads[0], head_reads
+    assert not [s for s, _, _ in commit if s.lstrip().upper().startswith("SELECT") and "FROM artifact_revisions" in s
+                and "artifact_heads" not in s]
+    assert (await svc.head(rev.artifact_id)).ref == rev.ref and transactions[-1][0] is False
+    stale = pc.ArtifactRef(rev.artifact_id, rev.revision - 1)
+    with pytest.raises(pc.RevisionConflictError, match=f"not the head \\(Revision {rev.revision}\\)"):
+        await svc.remember(stale, entries=(E("fact", "late"),))
+    with pytest.raises(pc.ArtifactNotFoundError):
+        await svc.remember(pc.ArtifactRef("mem_art_missing", 1), entries=(E("fact", "x"),))
+    monkeypatch.undo()
+    assert (await svc.verify(rev)).ok and len(await svc.entries(rev)) == 21
 
 
 async def test_a_statement_over_max_allowed_packet_is_refused_naming_it(oceanbase_url):
