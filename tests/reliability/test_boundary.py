@@ -80,17 +80,23 @@ async def test_query_work_is_capped_with_a_typed_error(svc):
 async def test_a_moved_head_gives_one_error_type_wherever_it_is_noticed(svc, monkeypatch):
     rev = await svc.remember(None, entries=(E("fact", "the build cache"),))
     await svc.remember(rev, entries=(E("fact", "another"),))
-    # Noticed by the service's head check …
-    with pytest.raises(pc.NotHeadError):
-        await svc.search("build", memories=(rev,))
-    # … and by the backend inside the read transaction (head check skipped).
-    async def no_check(*args, **kwargs):
-        return None
-    monkeypatch.setattr(svc, "_require_head", no_check)
+    # A search notices it in its read transaction (its only head check) …
     with pytest.raises(pc.NotHeadError) as info:
         await svc.search("build", memories=(rev,))
-    # Callers that catch either RFC error keep working.
+    # … and callers that catch either RFC error keep working.
     assert isinstance(info.value, pc.CapabilityNotSupportedError) and isinstance(info.value, pc.RevisionConflictError)
+    # A write notices it when it reads its base …
+    with pytest.raises(pc.RevisionConflictError, match="is not the head"):
+        await svc.remember(rev, entries=(E("fact", "late"),))
+    # … and in its commit, when the head moved after the base was read.
+    async def stale_base(artifact_id, check="all", expected=None):
+        return expected, await svc.backend.load_revision(pc.ArtifactRef(artifact_id, expected), check)
+    monkeypatch.setattr(svc.backend, "load_head", stale_base)
+    with pytest.raises(pc.RevisionConflictError, match="reread the head and retry the operation"):
+        await svc.remember(rev, entries=(E("fact", "late"),))
+    monkeypatch.undo()
+    head = await svc.head(rev.artifact_id)  # neither late write left anything
+    assert head.revision == 2 and sorted(e.text for e in await svc.entries(head)) == ["another", "the build cache"]
 
 
 def test_database_names_are_validated_once_for_every_ddl_path():
