@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
+import bench_dirs
 import powercontext as pc
-from powercontext.backends.seekdb import ensure_server
 from powercontext.embedding import SentenceTransformerEmbedding
 
 from search_bench import Precomputed, corpus_texts, load, synthesize
@@ -93,13 +92,15 @@ async def main() -> None:
             return await super().embed(batch)
 
     fast = OnDemand(model, {t: tuple(v) for t, v in zip(texts + queries, vectors)})
-    url, server = ensure_server(Path(tempfile.gettempdir()) / "pc-bench-seekdb")
+    dirs = contextlib.ExitStack()  # closed last to first: the server stops, then its store goes
+    work = dirs.enter_context(bench_dirs.scratch("pc-centroid-"))
+    url = dirs.enter_context(bench_dirs.oceanbase(work))[0]
     try:
         print(f"{'backend':<10} {'entries':>7} {'revise ms: with c̄ / without / cost':>38} "
               f"{'hybrid retrieve ms: all / no c̄ / no script':>46}")
         for n in sizes:
             for backend in ("sqlite", "oceanbase"):
-                target = tempfile.mktemp(suffix=".db") if backend == "sqlite" else url.rstrip("/") + f"/bench_c_{n}"
+                target = str(work / f"bench_c_{n}.db") if backend == "sqlite" else url.rstrip("/") + f"/bench_c_{n}"
                 svc, rev, _ = await load(target, fast, texts[:n])
                 await svc.retrieve(queries[0], (rev,), mode="hybrid")  # warm caches
                 s = await search_costs(svc, rev, queries)
@@ -113,8 +114,7 @@ async def main() -> None:
                     con.close()
                 await svc.close()
     finally:
-        if server is not None:
-            server.stop()
+        dirs.close()
 
 
 if __name__ == "__main__":

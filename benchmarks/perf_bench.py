@@ -51,15 +51,15 @@ import random
 import resource
 import statistics
 import struct
-import tempfile
 import threading
 import time
 import tracemalloc
 from pathlib import Path
 
+import bench_dirs
 import powercontext as pc
 from powercontext.backends.retrieval import fts_fetch_size
-from powercontext.backends.seekdb import drop_database, ensure_server
+from powercontext.backends.seekdb import drop_database
 from powercontext.embedding import MINILM_PROFILE, EmbeddingResult
 from powercontext.memory import arguments
 
@@ -387,11 +387,9 @@ async def main() -> None:
     print(f"machine: {machine()}")
     print(f"vectors: seeded pseudo-random unit vectors ({MINILM_PROFILE.dimension} dims), not a model\n")
 
-    url = None
-    server = None
-    if "oceanbase" in backends:
-        url, server = ensure_server(Path(tempfile.gettempdir()) / "pc-bench-seekdb")
-    work = Path(tempfile.mkdtemp(prefix="pc-bench-"))
+    dirs = contextlib.ExitStack()  # closed last to first: the server stops, then its store goes
+    work = dirs.enter_context(bench_dirs.scratch("pc-bench-"))
+    url = dirs.enter_context(bench_dirs.oceanbase(work))[0] if "oceanbase" in backends else None
     rows = []
     paired = []
     fts_paired = []
@@ -439,8 +437,7 @@ async def main() -> None:
                 with bench_target(backend, url, work, "bench_probe") as target:
                     probes.append((backend, await limit_probe(target, args.limit_probe, model)))
     finally:
-        if server is not None:
-            server.stop()
+        dirs.close()
 
     print("\n| backend | entries | hybrid search / raw SQL (ms) | fts search / raw SQL (ms) | one-entry append p50 | storage per Revision | changes(since=0) | memory kept after reading every Revision |")
     print("|---|---:|---|---|---:|---:|---:|---:|")

@@ -28,19 +28,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bench_dirs  # noqa: E402
 import powercontext as pc  # noqa: E402
 from perf_bench import SeededVectors, corpus_texts, load, machine, peak_rss_mb, synthesize  # noqa: E402
-from powercontext.backends.seekdb import drop_database, ensure_server  # noqa: E402
+from powercontext.backends.seekdb import drop_database  # noqa: E402
 from powercontext.errors import PowerContextError  # noqa: E402
 
 
@@ -250,7 +251,8 @@ async def main() -> None:
     print(f"machine: {machine()}")
     print(f"load average at start: {os.getloadavg()}")
     print(f"vectors: seeded pseudo-random unit vectors, not a model; {args.n:,} entries\n", flush=True)
-    work = Path(tempfile.mkdtemp(prefix="pc-scale100k-"))
+    dirs = contextlib.ExitStack()  # closed last to first: the server stops, then its store goes
+    work = dirs.enter_context(bench_dirs.scratch("pc-scale100k-"))
     tables = []
     url = server = None
     try:
@@ -260,8 +262,7 @@ async def main() -> None:
                 target = str(work / "scale.db")
             else:
                 if url is None:
-                    url, server = ensure_server(Path(tempfile.gettempdir()) / "pc-scale100k-seekdb",
-                                                memory_budget=args.memory_budget)
+                    url, server = dirs.enter_context(bench_dirs.oceanbase(work, memory_budget=args.memory_budget))
                     pid = server.pid if server is not None else None
                 database = f"scale100k_{os.getpid()}"
                 target = url.rstrip("/") + f"/{database}"
@@ -276,8 +277,7 @@ async def main() -> None:
             if backend == "oceanbase":
                 drop_database(url, database)
     finally:
-        if server is not None:
-            server.stop()
+        dirs.close()
 
     print(f"\nload average at end: {os.getloadavg()}")
     for backend, rows, server_mb in tables:

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import statistics
-import tempfile
 import time
 from pathlib import Path
 
+import bench_dirs
 import powercontext as pc
-from powercontext.backends.seekdb import ensure_server
 from powercontext.embedding import EmbeddingResult, SentenceTransformerEmbedding
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -114,12 +114,14 @@ async def main() -> None:
     fast = Precomputed(model, table)
     qvectors = [table[q] for q in queries]
 
-    url, server = ensure_server(Path(tempfile.gettempdir()) / "pc-bench-seekdb")
+    dirs = contextlib.ExitStack()  # closed last to first: the server stops, then its store goes
+    work = dirs.enter_context(bench_dirs.scratch("pc-search-"))
+    url = dirs.enter_context(bench_dirs.oceanbase(work))[0]
     try:
         print(f"\n{'backend':<10} {'entries':>7} {'load s':>7} {'fts p50/p95 ms':>16} {'vector p50/p95':>16} {'hybrid p50/p95':>16}")
         for n in sizes:
             for backend in ("sqlite", "oceanbase"):
-                target = tempfile.mktemp(suffix=".db") if backend == "sqlite" else url.rstrip("/") + f"/bench_{n}"
+                target = str(work / f"bench_{n}.db") if backend == "sqlite" else url.rstrip("/") + f"/bench_{n}"
                 svc, rev, load_s = await load(target, fast, texts[:n])
                 row = [await latencies(svc, rev, queries, m) for m in ("fts", "vector", "hybrid")]
                 cells = " ".join(f"{p50:7.1f}/{p95:<8.1f}" for p50, p95 in row)
@@ -133,8 +135,7 @@ async def main() -> None:
                     con.close()
                 await svc.close()
     finally:
-        if server is not None:
-            server.stop()
+        dirs.close()
 
 
 if __name__ == "__main__":

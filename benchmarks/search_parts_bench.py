@@ -27,14 +27,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import random
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_dirs  # noqa: E402
 import perf_bench as pb  # noqa: E402  (the bench's corpus, vectors and raw statements)
 
 from powercontext import analyzer  # noqa: E402
@@ -125,10 +126,9 @@ async def main() -> None:
     print(f"machine: {pb.machine()}")
     print(f"{args.size:,} entries, {args.queries} queries, fastest of {args.repeat} per query, median over queries (ms)\n")
     backends = args.backends.split(",")
-    url = server = None
-    if "oceanbase" in backends:
-        url, server = pb.ensure_server(Path(tempfile.gettempdir()) / "pc-bench-seekdb")
-    work = Path(tempfile.mkdtemp(prefix="pc-parts-"))
+    dirs = contextlib.ExitStack()  # closed last to first: the server stops, then its store goes
+    work = dirs.enter_context(bench_dirs.scratch("pc-parts-"))
+    url = dirs.enter_context(bench_dirs.oceanbase(work))[0] if "oceanbase" in backends else None
     results, hops = {}, {}
     try:
         for backend in backends:
@@ -138,8 +138,7 @@ async def main() -> None:
                 hops[backend] = await hop_by_job(svc.backend)
                 await svc.close()
     finally:
-        if server is not None:
-            server.stop()
+        dirs.close()
     print("| part | " + " | ".join(backends) + " |")
     print("|---|" + "---:|" * len(backends))
     for name in PARTS:
