@@ -42,6 +42,12 @@ LOST_CODES = {0, 2003, 2006, 2013, 2014, 2055, 1053, 1040, 4013, 4006, 4179, 515
 OB_TIMEOUT = 4012
 
 
+def pyformat(sql: str) -> str:
+    """A portable statement (``?`` placeholders, as SQLite takes them) in pymysql's
+    paramstyle, ``%s``."""
+    return sql.replace("?", "%s")
+
+
 def database_identifier(name: object) -> str:
     """``name`` quoted for DDL, after checking it is letters, digits and _ only."""
     if not isinstance(name, str) or not DATABASE_NAME.fullmatch(name):

@@ -47,6 +47,7 @@ from .driver import (
     is_connection_lost,
     is_query_timeout,
     is_recovering,
+    pyformat,
 )
 from .oceanbase_heads import HeadRows, _marks
 from .oceanbase_limits import PacketLimit
@@ -331,14 +332,13 @@ class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, PortableSQL, Dat
             self._connections.clear()
 
     def _rows(self, tx, sql, params=()):
-        # The portable statements use "?"; pymysql's paramstyle is "%s".
         self._check_packet(sql, params)
-        tx.execute(sql.replace("?", "%s"), tuple(params))
+        tx.execute(pyformat(sql), tuple(params))
         return [tuple(r) for r in tx.fetchall()]
 
     def _count(self, tx, sql, params=()):
         self._check_packet(sql, params)
-        return tx.execute(sql.replace("?", "%s"), tuple(params))
+        return tx.execute(pyformat(sql), tuple(params))
 
     def _is_unique_violation(self, exc: BaseException) -> bool:
         return isinstance(exc, self._pymysql.err.IntegrityError) and exc.args and exc.args[0] == ER_DUP_ENTRY

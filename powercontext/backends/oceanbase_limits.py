@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..errors import ServerLimitError
+from .driver import pyformat
 
 PACKET_MARGIN = 4096  # protocol header and statement framing around the SQL text
 
@@ -62,5 +63,5 @@ class PacketLimit:
             self._check_packet(sql, row)
         # pymysql sends executemany as multi-row INSERTs of at most max_stmt_length bytes
         tx.max_stmt_length = min(1024000, self.max_allowed_packet - PACKET_MARGIN)
-        tx.executemany(sql.replace("?", "%s"), rows)  # portable statements use "?"
+        tx.executemany(pyformat(sql), rows)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from ..backends.driver import connect, database_identifier
+from ..backends.driver import connect, database_identifier, pyformat
 from ..backends.oceanbase import parse_url
 from ..errors import BackendUnavailableError
 from .sql_storage import SQLRuntimeStorage
@@ -163,11 +163,11 @@ class OceanBaseRuntimeStorage(SQLRuntimeStorage):
             cur.close()
 
     def _rows(self, tx, sql, params=()):
-        tx.execute(sql.replace("?", "%s"), tuple(params))
+        tx.execute(pyformat(sql), tuple(params))
         return [tuple(r) for r in tx.fetchall()]
 
     def _count(self, tx, sql, params=()):
-        return tx.execute(sql.replace("?", "%s"), tuple(params))
+        return tx.execute(pyformat(sql), tuple(params))
 
     def _is_unique_violation(self, exc: BaseException) -> bool:
         import pymysql
