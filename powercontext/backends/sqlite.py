@@ -295,13 +295,6 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
 
     # ------------------------------------------------------------- projections
 
-    def _projection_id(self, tx, artifact_id, entry_id):
-        row = tx.execute(
-            "SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id = ? AND entry_id = ?",
-            (artifact_id, entry_id),
-        ).fetchone()
-        return None if row is None else row[0]
-
     def _drop_vector(self, tx, projection_id):
         if self._vector_tables:
             tx.execute("DELETE FROM memory_entry_vector_metadata WHERE projection_id = ?", (projection_id,))
@@ -373,7 +366,7 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             "SELECT memory_artifact_id, entry_id, entry_version_id FROM memory_entry_heads ORDER BY projection_id")]
 
     def _set_searchable_text(self, tx, artifact_id, entry_id, searchable_text):
-        pid = self._projection_id(tx, artifact_id, entry_id)
+        pid = self._projection_ids(tx, artifact_id, [entry_id])[entry_id]  # a head row read in this transaction
         tx.execute("UPDATE memory_entry_heads SET searchable_text = ? WHERE projection_id = ?", (searchable_text, pid))
         tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
         tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (?, ?)", (pid, searchable_text))
