@@ -216,7 +216,8 @@ class PortableSQL:
         rows = self._rows(tx, "SELECT value FROM powercontext_schema WHERE `key` = ?", ("projection_generation",))
         return int(rows[0][0]) if rows else 0
 
-    def _bump_projection_generation(self, tx):
+    def _bump_projection_generation(self, tx) -> int:
+        """The new generation, written in ``tx``."""
         generation = self._projection_generation(tx) + 1
         if generation == 1:
             self._count(tx, "INSERT INTO powercontext_schema (`key`, value) VALUES (?, ?)",
@@ -224,6 +225,7 @@ class PortableSQL:
         else:
             self._count(tx, "UPDATE powercontext_schema SET value = ? WHERE `key` = ?",
                         (str(generation), "projection_generation"))
+        return generation
 
     def _set_projection_revision(self, tx, artifact_id, revision):
         self._count(tx, "UPDATE memory_entry_heads SET head_revision = ? WHERE memory_artifact_id = ?", (revision, artifact_id))

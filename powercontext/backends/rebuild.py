@@ -38,7 +38,7 @@ class ProjectionRebuild:
                 self._check_version(versions.get(item.entry_version_id), ref, item)
             self._validate_vectors(vectors, {i.entry_version_id: i for i in active})
             self._check_stored_analyzer(tx)
-            self._bump_projection_generation(tx)  # searches elsewhere re-check completeness
+            generation = self._bump_projection_generation(tx)  # searches elsewhere re-check completeness
             # whatever rows the projection has now, stray ones included
             for part in self._in_lists([row[0] for row in self._read_projection(tx, ref.artifact_id)]):
                 self._delete_projections(tx, ref.artifact_id, part)
@@ -52,7 +52,7 @@ class ProjectionRebuild:
             if self._vector_sums_kept():
                 self._write_vector_sum(tx, ref.artifact_id,
                                        *self._sum_from_scratch(tx, ref.artifact_id, [i.entry_id for i in active]))
-        self._invalidate_completeness(ref.artifact_id)
+        self._completeness_after_rebuild(ref, generation, all(i.entry_version_id in vectors for i in active))
         return len(active)
 
     # ---------------------------------------------------------------- analyzer migration

@@ -314,6 +314,20 @@ class AuthoritativeRetrieval:
             for generation in generations:
                 self._present[(head, generation)] = True
 
+    def _completeness_after_rebuild(self, ref: ArtifactRef, generation: int, rows_vectored: bool) -> None:
+        """After this handle rebuilt ``ref``'s projection as projection ``generation``:
+        if it wrote a vector with every head row (each validated against this profile's
+        embedding hash of its version: _validate_vectors), the head is complete at that
+        generation, as a commit's head is (``_completeness_after_commit``). Otherwise
+        the next search checks in full. Without this the first search after a rebuild
+        paid the full check: 3.2 s at 100k entries on OceanBase, 0.6 s on SQLite."""
+        self._invalidate_completeness(ref.artifact_id)
+        if not (rows_vectored and self.embedding_profile is not None and self._vector_supported_sync()):
+            return
+        with self._completeness_lock:
+            self._completeness[ref] = True
+            self._present[(ref, generation)] = True
+
     def _invalidate_completeness(self, artifact_id: str) -> None:
         with self._completeness_lock:
             for ref in [r for r in self._completeness if r.artifact_id == artifact_id]:
