@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: analyzers setup test soak eval scale scale100k bench notebooks clean soak-runtime
+.PHONY: analyzers setup test soak eval scale scale100k compaction bench notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -66,6 +66,12 @@ bench: $(STAMP)
 # 2 cores (OceanBase ~40 min). SCALE_N=20000 for a shorter run.
 scale100k: $(STAMP)
 	$(PY) benchmarks/scale100k_bench.py
+
+# OceanBase search on a freshly loaded 10k Memory, then after a minor and a major freeze
+# (benchmarks/compaction_bench.py; OCEANBASE_NOTES.md "Compaction"). ~3 minutes; not part
+# of `make bench`, whose figures are the fresh state.
+compaction: $(STAMP)
+	$(PY) benchmarks/compaction_bench.py
 
 # Re-execute the tutorial notebooks in place (outputs stored) after a deliberate change;
 # `make test` then checks them with strict nbval. No timing metadata, so reruns diff cleanly.
