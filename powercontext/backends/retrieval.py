@@ -5,7 +5,7 @@ the queries. Also the vector-projection completeness rule and its per-head cache
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from .. import analyzer
 from ..embedding import check_vector
@@ -306,27 +306,20 @@ class AuthoritativeRetrieval:
         with self._completeness_lock:
             known = True if base is None else self._completeness.get(base)
             generations = [g for r, g in self._present if r == base]
-        self._invalidate_completeness(head.artifact_id)
-        if not (rows_vectored and known and self.embedding_profile is not None and self._vector_supported_sync()):
-            return
-        with self._completeness_lock:
-            self._completeness[head] = True
-            for generation in generations:
-                self._present[(head, generation)] = True
+        self._record_completeness(head, generations, bool(rows_vectored and known))
 
-    def _completeness_after_rebuild(self, ref: ArtifactRef, generation: int, rows_vectored: bool) -> None:
-        """After this handle rebuilt ``ref``'s projection as projection ``generation``:
-        if it wrote a vector with every head row (each validated against this profile's
-        embedding hash of its version: _validate_vectors), the head is complete at that
-        generation, as a commit's head is (``_completeness_after_commit``). Otherwise
-        the next search checks in full. Without this the first search after a rebuild
-        paid the full check: 3.2 s at 100k entries on OceanBase, 0.6 s on SQLite."""
+    def _record_completeness(self, ref: ArtifactRef, generations: Iterable[int], complete: bool) -> None:
+        """What this handle knows of ``ref`` after writing it (a commit, a rebuild):
+        complete, and with no row lacking a vector at ``generations``, when ``complete``
+        and the database has a vector projection; otherwise nothing, so the next search
+        checks in full. Either way nothing earlier of the Memory is kept."""
         self._invalidate_completeness(ref.artifact_id)
-        if not (rows_vectored and self.embedding_profile is not None and self._vector_supported_sync()):
+        if not (complete and self.embedding_profile is not None and self._vector_supported_sync()):
             return
         with self._completeness_lock:
             self._completeness[ref] = True
-            self._present[(ref, generation)] = True
+            for generation in generations:
+                self._present[(ref, generation)] = True
 
     def _invalidate_completeness(self, artifact_id: str) -> None:
         with self._completeness_lock:
