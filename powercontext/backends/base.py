@@ -525,11 +525,11 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         """Insert or replace one powercontext_schema row."""
 
     @abstractmethod
-    def _head_rows(self, tx: Any) -> list[tuple[str, str, str]]:
-        """(memory_artifact_id, entry_id, entry_version_id) of every head projection row."""
+    def _head_rows(self, tx: Any) -> list[tuple[int, str, str]]:
+        """(projection_id, memory_artifact_id, entry_version_id) of every head projection row."""
 
     @abstractmethod
-    def _set_searchable_text(self, tx: Any, artifact_id: str, entry_id: str, searchable_text: str) -> None:
+    def _set_searchable_text(self, tx: Any, projection_id: int, searchable_text: str) -> None:
         """Rewrite one head row's searchable_text and its full-text index entry."""
 
     @abstractmethod

@@ -463,13 +463,13 @@ class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, PortableSQL, Dat
         tx.execute("REPLACE INTO powercontext_schema (`key`, value) VALUES (%s, %s)", (key, value))
 
     def _head_rows(self, tx):
-        tx.execute("SELECT memory_artifact_id, entry_id, entry_version_id FROM memory_entry_heads ORDER BY projection_id")
+        tx.execute("SELECT projection_id, memory_artifact_id, entry_version_id FROM memory_entry_heads ORDER BY projection_id")
         return [tuple(r) for r in tx.fetchall()]
 
-    def _set_searchable_text(self, tx, artifact_id, entry_id, searchable_text):
+    def _set_searchable_text(self, tx, projection_id, searchable_text):
         # The FULLTEXT index is maintained by the server with the row.
-        tx.execute("UPDATE memory_entry_heads SET searchable_text = %s WHERE memory_artifact_id = %s AND entry_id = %s",
-                   (searchable_text, artifact_id, entry_id))
+        tx.execute("UPDATE memory_entry_heads SET searchable_text = %s WHERE projection_id = %s",
+                   (searchable_text, projection_id))
 
     def _projection_vectors(self, tx, artifact_id, entry_ids):
         if not self._vector_column:

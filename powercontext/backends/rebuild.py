@@ -76,9 +76,9 @@ class ProjectionRebuild:
             self._check_stored_analyzer(tx)
             for part in self._in_lists(self._head_rows(tx)):  # one read per in-list, not one per row
                 texts = self._versions(tx, [version_id for _, _, version_id in part])
-                for artifact_id, entry_id, version_id in part:
+                for projection_id, artifact_id, version_id in part:
                     text = texts[version_id].text
-                    self._set_searchable_text(tx, artifact_id, entry_id, target.searchable_text(text))
+                    self._set_searchable_text(tx, projection_id, target.searchable_text(text))
                     rebuilt[artifact_id] = rebuilt.get(artifact_id, 0) + 1
             self._write_schema_value(tx, "analyzer", target.version)
         self.analyzer = target

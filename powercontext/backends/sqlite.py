@@ -363,10 +363,9 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
 
     def _head_rows(self, tx):
         return [tuple(r) for r in tx.execute(
-            "SELECT memory_artifact_id, entry_id, entry_version_id FROM memory_entry_heads ORDER BY projection_id")]
+            "SELECT projection_id, memory_artifact_id, entry_version_id FROM memory_entry_heads ORDER BY projection_id")]
 
-    def _set_searchable_text(self, tx, artifact_id, entry_id, searchable_text):
-        pid = self._projection_ids(tx, artifact_id, [entry_id])[entry_id]  # a head row read in this transaction
+    def _set_searchable_text(self, tx, pid, searchable_text):
         tx.execute("UPDATE memory_entry_heads SET searchable_text = ? WHERE projection_id = ?", (searchable_text, pid))
         tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
         tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (?, ?)", (pid, searchable_text))
