@@ -42,3 +42,16 @@ def oceanbase(work: Path, **server_options) -> Iterator[tuple[str, SeekdbServer 
     finally:
         if server is not None:
             server.stop()
+
+
+@contextlib.contextmanager
+def workspace(prefix: str, with_oceanbase: bool = True) -> Iterator[tuple[Path, str | None]]:
+    """(a scratch directory, the URL of a seekdb on a new store inside it, or None when
+    ``with_oceanbase`` is false). The server stops before its store is removed."""
+    with scratch(prefix) as work:
+        if not with_oceanbase:
+            yield work, None
+            return
+        with oceanbase(work) as (url, _server):
+            yield work, url
+

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import random
 import statistics
 import time
@@ -92,10 +91,7 @@ async def main() -> None:
             return await super().embed(batch)
 
     fast = OnDemand(model, {t: tuple(v) for t, v in zip(texts + queries, vectors)})
-    dirs = contextlib.ExitStack()  # closed last to first: the server stops, then its store goes
-    work = dirs.enter_context(bench_dirs.scratch("pc-centroid-"))
-    url = dirs.enter_context(bench_dirs.oceanbase(work))[0]
-    try:
+    with bench_dirs.workspace("pc-centroid-") as (work, url):
         print(f"{'backend':<10} {'entries':>7} {'revise ms: with c̄ / without / cost':>38} "
               f"{'hybrid retrieve ms: all / no c̄ / no script':>46}")
         for n in sizes:
@@ -113,8 +109,6 @@ async def main() -> None:
                     con.cursor().execute(f"DROP DATABASE bench_c_{n}")
                     con.close()
                 await svc.close()
-    finally:
-        dirs.close()
 
 
 if __name__ == "__main__":

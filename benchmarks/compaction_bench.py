@@ -27,8 +27,6 @@ import perf_bench as pb  # noqa: E402  (the bench's corpus, vectors, load and ra
 
 from powercontext.memory import arguments  # noqa: E402
 
-POOL = 32  # the pool of a limit-8 search under the default policy, as perf_bench reads it
-
 
 def _statement(backend, sql: str) -> None:
     def run():
@@ -40,13 +38,14 @@ def _statement(backend, sql: str) -> None:
 async def timings(svc, rev, model, queries) -> tuple[float, float, float]:
     """p50 ms of (full-text statement, vector statement, hybrid search)."""
     backend = svc.backend
+    pool = svc.policy.pool_size(8)  # what a limit-8 search asks each channel for
     fts, vector, hybrid = [], [], []
     for query in queries:
         terms = arguments.query_terms(query, backend.analyzer)
         values = model.vector(query)
         for _ in range(3):
-            fts.append(pb.raw_search_ms(backend, rev.artifact_id, terms, values, POOL, ("fts",)))
-            vector.append(pb.raw_search_ms(backend, rev.artifact_id, terms, values, POOL, ("vector",)))
+            fts.append(pb.raw_search_ms(backend, rev.artifact_id, terms, values, pool, ("fts",)))
+            vector.append(pb.raw_search_ms(backend, rev.artifact_id, terms, values, pool, ("vector",)))
             start = time.perf_counter()
             await svc.search(query, memories=(rev,), mode="hybrid", limit=8)
             hybrid.append((time.perf_counter() - start) * 1000)
@@ -65,7 +64,7 @@ async def main() -> None:
     model = pb.SeededVectors()
     queries = queries[: args.queries]
     print(f"machine: {pb.machine()}")
-    with bench_dirs.scratch("pc-compaction-") as work, bench_dirs.oceanbase(work) as (url, _server):
+    with bench_dirs.workspace("pc-compaction-") as (work, url):
         with pb.bench_target("oceanbase", url, work, "compaction") as target:
             svc, rev, load_s = await pb.load(target, texts, model)
             try:

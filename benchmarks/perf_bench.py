@@ -387,14 +387,11 @@ async def main() -> None:
     print(f"machine: {machine()}")
     print(f"vectors: seeded pseudo-random unit vectors ({MINILM_PROFILE.dimension} dims), not a model\n")
 
-    dirs = contextlib.ExitStack()  # closed last to first: the server stops, then its store goes
-    work = dirs.enter_context(bench_dirs.scratch("pc-bench-"))
-    url = dirs.enter_context(bench_dirs.oceanbase(work))[0] if "oceanbase" in backends else None
-    rows = []
-    paired = []
-    fts_paired = []
-    profiles = []
-    try:
+    with bench_dirs.workspace("pc-bench-", with_oceanbase="oceanbase" in backends) as (work, url):
+        rows = []
+        paired = []
+        fts_paired = []
+        profiles = []
         for n in sizes:
             for backend in backends:
                 with bench_target(backend, url, work, f"bench_{n}") as target:
@@ -436,8 +433,6 @@ async def main() -> None:
             for backend in [b for b in backends if b in args.probe_backends.split(",")]:
                 with bench_target(backend, url, work, "bench_probe") as target:
                     probes.append((backend, await limit_probe(target, args.limit_probe, model)))
-    finally:
-        dirs.close()
 
     print("\n| backend | entries | hybrid search / raw SQL (ms) | fts search / raw SQL (ms) | one-entry append p50 | storage per Revision | changes(since=0) | memory kept after reading every Revision |")
     print("|---|---:|---|---|---:|---:|---:|---:|")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import random
 import statistics
@@ -114,10 +113,7 @@ async def main() -> None:
     fast = Precomputed(model, table)
     qvectors = [table[q] for q in queries]
 
-    dirs = contextlib.ExitStack()  # closed last to first: the server stops, then its store goes
-    work = dirs.enter_context(bench_dirs.scratch("pc-search-"))
-    url = dirs.enter_context(bench_dirs.oceanbase(work))[0]
-    try:
+    with bench_dirs.workspace("pc-search-") as (work, url):
         print(f"\n{'backend':<10} {'entries':>7} {'load s':>7} {'fts p50/p95 ms':>16} {'vector p50/p95':>16} {'hybrid p50/p95':>16}")
         for n in sizes:
             for backend in ("sqlite", "oceanbase"):
@@ -134,8 +130,6 @@ async def main() -> None:
                     con.cursor().execute(f"DROP DATABASE bench_{n}")
                     con.close()
                 await svc.close()
-    finally:
-        dirs.close()
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import random
 import statistics
 import sys
@@ -126,19 +125,14 @@ async def main() -> None:
     print(f"machine: {pb.machine()}")
     print(f"{args.size:,} entries, {args.queries} queries, fastest of {args.repeat} per query, median over queries (ms)\n")
     backends = args.backends.split(",")
-    dirs = contextlib.ExitStack()  # closed last to first: the server stops, then its store goes
-    work = dirs.enter_context(bench_dirs.scratch("pc-parts-"))
-    url = dirs.enter_context(bench_dirs.oceanbase(work))[0] if "oceanbase" in backends else None
-    results, hops = {}, {}
-    try:
+    with bench_dirs.workspace("pc-parts-", with_oceanbase="oceanbase" in backends) as (work, url):
+        results, hops = {}, {}
         for backend in backends:
             with pb.bench_target(backend, url, work, f"parts_{args.size}") as target:
                 svc, rev, _ = await pb.load(target, texts, model)
                 results[backend] = await parts(svc, rev, queries, model, args.repeat)
                 hops[backend] = await hop_by_job(svc.backend)
                 await svc.close()
-    finally:
-        dirs.close()
     print("| part | " + " | ".join(backends) + " |")
     print("|---|" + "---:|" * len(backends))
     for name in PARTS:
