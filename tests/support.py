@@ -36,3 +36,31 @@ async def counts(svc) -> dict[str, int]:
     if svc.backend.name == "sqlite":
         out["fts"] = (await sql(svc, "SELECT COUNT(*) FROM memory_entry_search_fts"))[0][0]
     return out
+
+
+class RecordingCursor:
+    """The transaction's real cursor, recording (statement, bound values, rows) of each
+    call; ``after(cursor, statement)`` runs after each statement."""
+
+    def __init__(self, cursor, log, after=None):
+        object.__setattr__(self, "_cursor", cursor)
+        object.__setattr__(self, "_log", log)
+        object.__setattr__(self, "_after", after)
+
+    def execute(self, statement, params=()):
+        self._log.append((statement, tuple(params or ()), 1))
+        result = self._cursor.execute(statement, params)
+        if self._after is not None:
+            self._after(self._cursor, statement)
+        return result
+
+    def executemany(self, statement, rows):
+        rows = list(rows)
+        self._log.append((statement, (), len(rows)))
+        return self._cursor.executemany(statement, rows)
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
+
+    def __setattr__(self, name, value):  # pymysql's max_stmt_length
+        setattr(self._cursor, name, value)

@@ -15,7 +15,7 @@ import powercontext as pc
 from powercontext.backends import oceanbase_limits
 from powercontext.backends.seekdb import database_url, drop_database
 
-from ..support import sql
+from ..support import RecordingCursor, sql
 
 E = pc.MemoryEntryInput
 
@@ -76,8 +76,6 @@ async def test_a_one_entry_append_reads_its_base_once_and_its_commit_reads_head_
     """Every statement is a round trip on OceanBase: remember() reads its base (head and
     Revision row) in one statement of one read transaction, where it was two of each,
     and the commit re-reads both in one statement. A stale base is still a conflict."""
-    from .test_rebuild_limits import RecordingCursor
-
     rev = await svc.remember(None, entries=tuple(E("fact", f"fact {i} about the build cache") for i in range(20)))
     backend = svc.backend
     real = backend._transaction

@@ -17,37 +17,9 @@ import powercontext as pc
 from powercontext.backends.seekdb import database_url, drop_database
 from powercontext.canonical import SequentialIds
 
-from ..support import sql
+from ..support import RecordingCursor, sql
 
 E = pc.MemoryEntryInput
-
-
-class RecordingCursor:
-    """The transaction's real cursor, recording (statement, bound values, rows) of each
-    call; ``after(cursor, statement)`` runs after each statement."""
-
-    def __init__(self, cursor, log, after=None):
-        object.__setattr__(self, "_cursor", cursor)
-        object.__setattr__(self, "_log", log)
-        object.__setattr__(self, "_after", after)
-
-    def execute(self, statement, params=()):
-        self._log.append((statement, tuple(params or ()), 1))
-        result = self._cursor.execute(statement, params)
-        if self._after is not None:
-            self._after(self._cursor, statement)
-        return result
-
-    def executemany(self, statement, rows):
-        rows = list(rows)
-        self._log.append((statement, (), len(rows)))
-        return self._cursor.executemany(statement, rows)
-
-    def __getattr__(self, name):
-        return getattr(self._cursor, name)
-
-    def __setattr__(self, name, value):  # pymysql's max_stmt_length
-        setattr(self._cursor, name, value)
 
 
 def record(monkeypatch, backend, log, after=None, only_in=None):

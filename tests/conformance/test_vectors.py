@@ -186,8 +186,8 @@ async def test_a_carried_completeness_does_not_outlive_a_rebuild_without_vectors
 async def test_a_head_this_handle_rebuilt_with_every_vector_is_known_complete(vsvc, docs, minilm, backend_name,
                                                                               monkeypatch):
     """The first search after a rebuild by this handle does not re-check the projection
-    it has just written with a validated vector on every row (at 100k entries that
-    check took 3.2 s on OceanBase). A rebuild that wrote rows without a vector (model
+    it has just written with a validated vector on every row (at 10k entries that
+    check took 29 ms on SQLite, 116 ms on OceanBase). A rebuild that wrote rows without a vector (model
     down) leaves the next search to check, and it finds the projection incomplete."""
     rev, _ = docs
     query = "who has to approve schema changes"
