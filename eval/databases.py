@@ -17,10 +17,23 @@ from urllib.parse import urlparse
 import powercontext as pc
 from powercontext.backends.seekdb import database_url, drop_database
 from powercontext.errors import BackendUnavailableError
+from powercontext.suggest import unknown_name
 
-__all__ = ["BACKENDS", "Databases", "EvalError"]
+__all__ = ["BACKENDS", "Databases", "EvalError", "check_names"]
 
 BACKENDS = ("sqlite", "oceanbase")
+
+
+def check_names(what: str, names: Any, known: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` as a tuple, or an EvalError naming the first unknown one (with "did you
+    mean …"): called before any database, model or progress bar starts."""
+    names = tuple(names)
+    for name in names:
+        if name not in known:
+            raise EvalError(unknown_name(what, name, known))
+    if not names:
+        raise EvalError(f"no {what}s given: use {', '.join(known)}")
+    return names
 
 
 class EvalError(RuntimeError):

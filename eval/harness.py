@@ -45,7 +45,7 @@ from . import metrics as M
 from .collect import Collected, collect
 from .compare import admitted_agreement, explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
 from .crossval import crossvalidate, fold_count, fold_groups, summarise
-from .databases import EvalError
+from .databases import BACKENDS, EvalError, check_names
 from .datasets import BUNDLED_ROOT, bundled, discover
 from .progress import bar
 from .recommend import Objective, choose, choose_joint, sensitivity
@@ -357,11 +357,13 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
 def _modes(modes: Sequence[str] | None) -> tuple[str, ...]:
     if modes is None:
         return available_modes()
-    modes = tuple(modes)
-    bad = [m for m in modes if m not in MODES]
-    if bad:
-        raise EvalError(f"unknown mode(s) {bad}: use {', '.join(MODES)}")
-    return modes
+    return check_names("mode", modes, MODES)
+
+
+def _backends(backends: Sequence[str]) -> tuple[str, ...]:
+    if isinstance(backends, str):
+        backends = [b.strip() for b in backends.split(",") if b.strip()]
+    return check_names("backend", backends, BACKENDS)
 
 
 async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
@@ -375,8 +377,9 @@ async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), mo
     refuses corpora that break the bundled corpora's conventions."""
     from .report import default_out, write_run
 
+    backends, modes, datasets = _backends(backends), _modes(modes), resolve_datasets(datasets)  # before any bar
     out = Path(out) if out is not None else default_out()
-    collected = await collect(resolve_datasets(datasets), backends=tuple(backends), modes=_modes(modes), out=out,
+    collected = await collect(datasets, backends=backends, modes=modes, out=out,
                               max_limit=max(grid.max_limit, objective.limit), progress=progress, style=style,
                               split_seed=seed, **collect_options)
     start = time.perf_counter()
@@ -501,10 +504,10 @@ async def arun(datasets: Any = None, policy: AdmissionPolicy = INITIAL, backends
     candidates (the reference path, no array replay). Returns (per-query, summary)."""
     import tempfile
 
-    modes = _modes(modes)
+    backends, modes, datasets = _backends(backends), _modes(modes), resolve_datasets(datasets)  # before any bar
     with tempfile.TemporaryDirectory(prefix="pc-eval-") as tmp:
         collect_options.setdefault("spot_queries", 0)
-        collected = await collect(resolve_datasets(datasets), backends=tuple(backends), modes=modes,
+        collected = await collect(datasets, backends=backends, modes=modes,
                                   out=out or tmp, max_limit=limit, progress=progress, **collect_options)
     qrels = collected.qrels
     rows = []

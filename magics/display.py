@@ -17,7 +17,7 @@ from powercontext import MemoryCitation, MemoryRevision, MemorySearchResult
 from . import tables
 
 __all__ = [
-    "html_table", "result_summary", "revision_html", "revision_text", "result_html", "result_text",
+    "html_table", "result_summary", "explain_hint", "revision_html", "revision_text", "result_html", "result_text",
     "citation_html", "citation_text", "register_formatters", "HIGHLIGHT",
 ]
 
@@ -118,6 +118,14 @@ def result_summary(res: MemorySearchResult) -> str:
     if res.fallback_reason:
         line += f" · {res.fallback_reason}"
     return line
+
+
+def explain_hint(res: MemorySearchResult, command: str) -> str:
+    """What to run next when a search admitted nothing: the candidates retrieved are
+    rejected silently unless asked, and "0 hits" alone reads like an empty Memory."""
+    if res.hits or res.decisions:
+        return ""
+    return f"nothing admitted: `{command} --explain` lists every retrieved candidate and why it was rejected"
 
 
 def result_html(res: MemorySearchResult) -> str:

@@ -25,32 +25,31 @@ from traitlets import Enum, Float, Int, Unicode, observe
 from powercontext import AdmissionPolicy
 from powercontext.backends.seekdb import DEFAULT_DIR
 
+from powercontext.suggest import unknown_name
+
 from . import reads, refs, runtime, tables, writes
-from .display import result_summary
+from .display import explain_hint, result_summary
 from .errors import PcMemUserError, as_usage_errors
 from .session import Session
+from .usage import help_text, usage_line, with_hint
 
 __all__ = ["PcMem"]
 
 MODES = ["fts", "vector", "hybrid", "auto"]
 
 
-def subcommand(name: str, cell: bool = False) -> Callable:
-    """Mark a method as ``%pcmem NAME``; ``cell=True`` accepts the ``%%pcmem`` form."""
+def subcommand(name: str, cell: bool = False, actions: bool = False) -> Callable:
+    """Mark a method as ``%pcmem NAME``; ``cell=True`` accepts the ``%%pcmem`` form;
+    ``actions=True``: ``NAME ACTION --help`` is the action's own help, not NAME's."""
 
     def mark(func: Callable) -> Callable:
         func.argcmd_name = f"pcmem {name}"  # the parser's prog; IPython's formatter adds the %
         func.subcommand = name
         func.takes_cell = cell
+        func.has_actions = actions
         return func
 
     return mark
-
-
-def usage_line(method: Callable) -> str:
-    """``%pcmem NAME [options] ARGS`` on one line (IPython's formatter emits RST)."""
-    text = method.parser.format_usage().replace("::", " ").replace("usage:", " ")
-    return " ".join(text.split())
 
 
 output = argument("-o", "--output", metavar="NAME", help="also store the result in the user namespace as NAME")
@@ -103,12 +102,13 @@ class PcMem(Magics):
                 return self._help(rest.strip())
             method = self.commands.get(name)
             if method is None:
-                raise UsageError(f"unknown subcommand {name!r}; one of: {', '.join(sorted(self.commands))}")
+                raise UsageError(unknown_name("subcommand", name, self.commands) + "; `%pcmem help` lists them")
             try:
                 argv = shlex.split(rest)
             except ValueError as exc:
                 raise UsageError(f"%pcmem {name}: {exc} (check the quotes)") from None
-            if "-h" in argv or "--help" in argv:
+            asks_help = "-h" in argv or "--help" in argv
+            if (asks_help and not method.has_actions) or (method.has_actions and argv[:1] in ([], ["-h"], ["--help"])):
                 return self._help(name)
             if cell is not None and not method.takes_cell:  # before parsing: its complaint would mislead
                 cells = ", ".join(f"%%pcmem {n}" for n in sorted(self.commands) if self.commands[n].takes_cell)
@@ -117,7 +117,8 @@ class PcMem(Magics):
             try:
                 args = method.parser.parse_args(argv)
             except UsageError as exc:
-                raise UsageError(f"%pcmem {name}: {exc} (see %pcmem {name} --help)") from None
+                raise UsageError(f"%pcmem {name}: {with_hint(method.parser, str(exc))} "
+                                 f"(see %pcmem {name} --help)") from None
             result = method(args, cell)
             if getattr(args, "output", None) and result is not None:
                 self.shell.user_ns[args.output] = result
@@ -125,11 +126,15 @@ class PcMem(Magics):
 
     def _help(self, name: str) -> None:
         if name in self.commands:
-            print("usage: " + self.commands[name].parser.format_help().removeprefix("::").strip())
+            print(help_text(self.commands[name].parser))
+            if self.commands[name].has_actions:
+                print(f"\nactions (%pcmem {name} ACTION --help for one):\n{runtime.usage()}")
             return
+        if name:
+            raise UsageError(unknown_name("subcommand", name, self.commands))
         print("%pcmem SUBCOMMAND [ARGS] (SUBCOMMAND --help for details):")
         for key in sorted(self.commands):
-            print("  " + usage_line(self.commands[key]))
+            print("  " + usage_line(self.commands[key].parser))
 
     @property
     def svc(self):
@@ -415,6 +420,9 @@ class PcMem(Magics):
         ))
         extra = f" · {len(frame)} candidates, {int(frame['admitted'].sum())} admitted" if args.explain else ""
         print(result_summary(result) + extra)
+        hint = explain_hint(result, "%pcmem search " + shlex.join(args.query))
+        if hint:
+            print(hint)
         return frame
 
     # ------------------------------------------------------------------ harness and widgets
@@ -457,11 +465,13 @@ class PcMem(Magics):
         return cls(self.svc, args.refs[0], runner=self.session.runner)
 
     @magic_arguments()
-    @subcommand("runtime", cell=True)
-    @argument("action", choices=runtime.ACTIONS, metavar="ACTION", help=" | ".join(runtime.ACTIONS))
-    @argument("rest", nargs=argparse.REMAINDER, metavar="ARGS", help="the action's arguments (see magics/runtime.py)")
+    @subcommand("runtime", cell=True, actions=True)
+    @argument("action", metavar="ACTION", help=" | ".join(runtime.ACTIONS))
+    @argument("rest", nargs=argparse.REMAINDER, metavar="ARGS",
+              help="the action's arguments (`%%pcmem runtime ACTION --help` lists them)")
     def _runtime(self, args, cell):
-        """The local Runtime (RFC 001): open, capture Sources, flush windows, journal, bindings, status."""
+        """The local Runtime (RFC 001): open, capture Sources, flush windows, journal, bindings,
+        entries and search of a scope's Memory, status, inspect, close."""
         return runtime.run_action(self, args.action, args.rest, cell)
 
 
@@ -469,7 +479,7 @@ def _document() -> None:
     """Put every subcommand's usage line into the ``%pcmem?`` docstring."""
     methods = sorted((f for f in vars(PcMem).values() if getattr(f, "subcommand", None)), key=lambda f: f.subcommand)
     lines = [inspect.cleandoc(PcMem.pcmem.__doc__), "", "Subcommands::", ""]
-    lines += ["  " + usage_line(f) for f in methods]
+    lines += ["  " + usage_line(f.parser) for f in methods]
     lines += ["", "Options: %config PcMem (limit, mode, preview_width, hash_width, kind, database, seekdb_dir, embedding)."]
     PcMem.pcmem.__doc__ = "\n".join(lines)
 

@@ -5,11 +5,14 @@
     %%pcmem runtime capture agents-md        (cell form: the cell body is the content)
     %pcmem runtime flush                     %pcmem runtime journal      %pcmem runtime bindings
     %pcmem runtime status                    %pcmem runtime inspect      %pcmem runtime close
+    %pcmem runtime entries                   %pcmem runtime search "query" --explain
+    %pcmem runtime ACTION --help             (each action's own options)
 
 The Runtime runs on the magics' private loop (so a scheduled one keeps firing in the
 background of the kernel). ``--pipeline`` names the candidate pipeline explicitly:
 ``default`` (the model-free ``DefaultCandidatePipeline``), ``none``, or a variable of the
-notebook. Reads return DataFrames; ``-o NAME`` stores the result.
+notebook. Reads return DataFrames; ``-o NAME`` stores the result. ``entries`` and ``search`` read the
+Memory a scope is bound to, so its entries need no second ``%pcmem open`` of the database.
 """
 
 from __future__ import annotations
@@ -19,19 +22,25 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
 
 from powercontext.memory.candidates import DefaultCandidatePipeline
 from powercontext.runtime import ContentCapture, PowerContextRuntime
 from powercontext.runtime.inspection import binding_rows, journal_rows
 
+from powercontext.suggest import unknown_name
+
+from . import tables
+from .display import explain_hint, result_summary
 from .errors import PcMemUserError
 from .session import redact
 from .tables import preview
+from .usage import help_text, usage_line, with_hint
 
 __all__ = ["ACTIONS", "RuntimeSession", "run_action", "session_of", "flush_frame"]
 
-ACTIONS = ("open", "capture", "flush", "journal", "bindings", "status", "inspect", "close")
+ACTIONS = ("open", "capture", "flush", "journal", "bindings", "entries", "search", "status", "inspect", "close")
 
 
 class RuntimeSession:
@@ -74,7 +83,8 @@ def session_of(magics) -> RuntimeSession:
 
 
 def _parser(action: str, description: str) -> MagicArgumentParser:
-    parser = MagicArgumentParser(prog=f"%pcmem runtime {action}", description=description, add_help=False)
+    # prog without the %: IPython's help formatter adds it
+    parser = MagicArgumentParser(prog=f"pcmem runtime {action}", description=description, add_help=False)
     parser.add_argument("-o", "--output", metavar="NAME", help="also store the result in the user namespace as NAME")
     return parser
 
@@ -118,6 +128,18 @@ p.add_argument("--limit", type=int, default=200, metavar="N")
 p.add_argument("--width", type=int, default=60, metavar="N", help="characters of content shown (0 = all)")
 
 PARSERS["bindings"] = _parser("bindings", "Every scope: its Memory, head Revision, high watermark, cursor, pending.")
+p = PARSERS["entries"] = _parser("entries", "The entries of a scope's Memory at its head.")
+_scope(p)
+p.add_argument("--state", choices=["active", "inactive", "all"], default="active")
+p.add_argument("--width", type=int, default=80, metavar="N", help="characters of entry text shown (0 = all)")
+p = PARSERS["search"] = _parser("search", "Search a scope's Memory at its head (like %pcmem search).")
+p.add_argument("query", nargs="+", help="the query (quote it)")
+_scope(p)
+p.add_argument("--mode", choices=["fts", "vector", "hybrid", "auto"], default="auto")
+p.add_argument("--limit", type=int, default=8, metavar="N", help="hits at most (default 8)")
+p.add_argument("--explain", action="store_true",
+               help="every retrieved candidate per channel with its signals, admitted or rejected and why")
+p.add_argument("--width", type=int, default=80, metavar="N", help="characters of entry text shown (0 = all)")
 PARSERS["status"] = _parser("status", "The Runtime: database, pipeline, schedule, sidecar, probes, progress.")
 p = PARSERS["inspect"] = _parser("inspect", "The JournalInspector widget.")
 _scope(p)
@@ -125,7 +147,8 @@ PARSERS["close"] = _parser("close", "Close the Runtime (and stop a seekdb server
 
 
 def usage() -> str:
-    return "\n".join("  " + " ".join(PARSERS[a].format_usage().replace("usage:", "").split()) for a in ACTIONS)
+    """One usage line per action."""
+    return "\n".join("  " + usage_line(PARSERS[a]) for a in ACTIONS)
 
 
 # ------------------------------------------------------------------ actions
@@ -133,12 +156,16 @@ def usage() -> str:
 
 def run_action(magics, action: str, argv: list[str], cell: str | None) -> Any:
     if action not in PARSERS:
-        raise PcMemUserError(f"unknown runtime action {action!r}; one of: {', '.join(ACTIONS)}")
+        raise PcMemUserError(unknown_name("runtime action", action, ACTIONS) + "; `%pcmem runtime --help` lists them")
     parser = PARSERS[action]
     if "-h" in argv or "--help" in argv:
-        print(parser.format_help())
+        print(help_text(parser))
         return None
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:
+        raise UsageError(f"%pcmem runtime {action}: {with_hint(parser, str(exc))} "
+                         f"(see %pcmem runtime {action} --help)") from None
     if cell is not None and action != "capture":
         raise PcMemUserError(f"%%pcmem runtime {action} has no cell form")
     result = globals()[f"_{action}"](magics, session_of(magics), args, cell)
@@ -261,6 +288,45 @@ def _journal(magics, session: RuntimeSession, args, cell):
 def _bindings(magics, session: RuntimeSession, args, cell):
     rows = magics.session.run(binding_rows(session.require()))
     return pd.DataFrame(rows, columns=["scope", "memory", "head", "high_watermark", "cursor", "pending"])
+
+
+def _entries(magics, session: RuntimeSession, args, cell):
+    scope = session.scope_of(args.scope)
+    memory = session.require().memory.for_scope(scope)
+    entries = magics.session.run(memory.entries(state=args.state))
+    if not entries:
+        print(f"scope {scope} has no {'' if args.state == 'all' else args.state + ' '}entries yet"
+              " (capture Sources, then `%pcmem runtime flush`)")
+    return tables.entries_frame(entries, width=args.width)
+
+
+def _search(magics, session: RuntimeSession, args, cell):
+    scope = session.scope_of(args.scope)
+    memory = session.require().memory.for_scope(scope)
+    query = " ".join(args.query)
+    if args.mode != "fts":
+        _warm(session.runtime)
+    result = magics.session.run(memory.search(query, limit=args.limit, mode=args.mode, explain=args.explain))
+    if args.explain:
+        frame = tables.decisions_frame(result.decisions, result.hits, width=args.width)
+        extra = f" · {len(frame)} candidates, {int(frame['admitted'].sum())} admitted"
+    else:
+        frame, extra = tables.hits_frame(result, width=args.width), ""
+    print(f"{result_summary(result)}{extra} · scope {scope}")
+    hint = explain_hint(result, f"%pcmem runtime search {query!r}")
+    if hint and (result.fallback_reason or "").endswith("has no Memory yet"):
+        hint = ""
+    if hint:
+        print(hint)
+    return frame
+
+
+def _warm(runtime) -> None:
+    """Load the embedding model before a vector search and say so (~10 s the first time)."""
+    model = getattr(runtime.memory_service, "embedding", None)
+    if model is not None and not getattr(model, "loaded", True):
+        print(f"loading {getattr(model, 'name', 'the embedding model')} …", flush=True)
+        model.load()
 
 
 def _status(magics, session: RuntimeSession, args, cell):

@@ -16,7 +16,7 @@ from powercontext.model import AdmissionDecision, MemoryManifest, MemoryRevision
 
 __all__ = [
     "preview", "evidence", "memories_frame", "manifest_frame", "manifest_changes", "diff_frame",
-    "lineage_frame", "changes_frame", "hits_frame", "decisions_frame", "CHANGE_LABELS",
+    "lineage_frame", "changes_frame", "hits_frame", "decisions_frame", "entries_frame", "CHANGE_LABELS",
 ]
 
 MANIFEST_COLUMNS = ["entry_id", "version", "state", "kind", "text", "hash"]
@@ -72,6 +72,16 @@ def manifest_frame(
             "hash": item.entry_content_hash[:hash_width],
         })
     return pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
+
+
+ENTRY_COLUMNS = ["entry_id", "version", "kind", "text", "evidence"]
+
+
+def entries_frame(versions: Iterable[MemoryEntryVersion], *, width: int = 80) -> pd.DataFrame:
+    """One row per entry version (``svc.entries`` order): id, version, kind, text, evidence."""
+    rows = [{"entry_id": v.entry_id, "version": v.version, "kind": v.kind, "text": preview(v.text, width),
+             "evidence": evidence(v)} for v in versions]
+    return pd.DataFrame(rows, columns=ENTRY_COLUMNS)
 
 
 CHANGE_LABELS = ("added", "revised", "deactivated", "reactivated")

@@ -248,7 +248,12 @@ def _decide_fts(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bo
     if n > policy.short_query_terms:
         terms, coverage = policy.fts_floors(hybrid)
         prefix = "hybrid_" if policy.fts_floors(hybrid) != policy.fts_floors() else ""
-        reason += f" ({prefix}fts_min_terms={terms}, {prefix}fts_min_coverage={coverage:g})"
+        if need > terms:  # the coverage floor decided: say so, or "needs 2" contradicts fts_min_terms=1
+            reason += f" (⌈{prefix}fts_min_coverage={coverage:g} × {n} terms⌉ > {prefix}fts_min_terms={terms})"
+        elif need < terms:  # no query can match more terms than it has
+            reason += f" (all {n}: {prefix}fts_min_terms={terms} exceeds the query's terms)"
+        else:
+            reason += f" ({prefix}fts_min_terms={terms}, {prefix}fts_min_coverage={coverage:g})"
     if not ok and policy.cross_script_min_terms is not None and _cross_script(candidate):
         ok = n > 0 and matched >= policy.cross_script_min_terms
         reason += (f"; {candidate.script} entry for a {candidate.query_script} query needs "

@@ -133,21 +133,37 @@ def test_invalid_dataset_points_at_the_line(tiny, capsys):
     assert "qrels.trec:2: entry 'tny-0001' is in memory 'repo', which query 'tny-q002' does not search" in err
 
 
-def test_a_corpus_that_only_breaks_bundled_style_sweeps_with_one_line(tiny, tmp_path, capsys):
+def test_a_users_corpus_that_only_breaks_bundled_style_sweeps_without_a_style_line(tiny, tmp_path, capsys):
+    """Issue 36: every sweep of a user's own corpus printed "126 bundled-style note(s) skipped"."""
     lines = (tiny / "queries.jsonl").read_text().splitlines()
     lines[1] = lines[1].replace('"lexical"', '"lexicall"')
     (tiny / "queries.jsonl").write_text("\n".join(lines) + "\n")
     out = tmp_path / "run"
     assert main(["sweep", "--dataset", str(tiny), "--modes", "fts", "--no-progress", "--out", str(out), *SMALL]) == 0
     captured = capsys.readouterr()
-    notes = [line for line in captured.err.splitlines() if "bundled-style note" in line]
-    assert notes == [f"{tiny}: 1 bundled-style note(s) skipped (list them: python -m powercontext.eval validate "
-                     f"{tiny} --style bundled)"]
+    assert "bundled-style" not in captured.err + captured.out
     report = (out / "report.html").resolve()
     assert f"report: {report}" in captured.out and report.as_uri() in captured.out
     assert "peak RSS" in captured.out and "wall time" in captured.out
     assert main(["sweep", "--dataset", str(tiny), "--modes", "fts", "--no-progress", "--style", "bundled"]) == 2
     assert "queries.jsonl:2: unknown tag 'lexicall'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--backends", "sqllite"], "unknown backend 'sqllite' — did you mean 'sqlite'?"),
+    (["--modes", "fts,hybird"], "unknown mode 'hybird' — did you mean 'hybrid'?"),
+])
+def test_a_mistyped_backend_or_mode_is_refused_before_any_progress_bar(tiny, tmp_path, capsys, argv, expected):
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", "--dataset", str(tiny), "--out", str(out), *argv])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert expected in err and "%|" not in err and "it/s" not in err and not out.exists()
+    with pytest.raises(harness.EvalError, match="did you mean"):
+        harness.sweep(tiny, backends=[argv[1].split(",")[-1]] if argv[0] == "--backends" else ["sqlite"],
+                      modes=argv[1].split(",") if argv[0] == "--modes" else ["fts"], out=out)
+    assert not out.exists()
 
 
 def test_validate_lists_every_problem_or_says_valid(tiny, tmp_path, capsys):

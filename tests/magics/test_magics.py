@@ -266,3 +266,15 @@ def test_config_thresholds_become_the_session_policy(shell, sqlite_target):
     assert current_service().policy.fts_min_terms == 2  # pinned by the fixture
     shell.run_line_magic("config", "PcMem.vector_min_cosine = 0.6")
     assert current_service().policy.vector_min_cosine == 0.6 and current_service().policy.fts_min_terms == 2
+
+
+def test_a_search_that_admits_nothing_points_at_explain(shell, sqlite_target, capsys):
+    run(shell, f"%pcmem open {sqlite_target}")
+    remember_three(shell)
+    capsys.readouterr()
+    assert run(shell, '%pcmem search "who approves schema migrations"').empty
+    out = capsys.readouterr().out
+    assert ("nothing admitted: `%pcmem search 'who approves schema migrations' --explain` "
+            "lists every retrieved candidate and why it was rejected") in out.splitlines()
+    run(shell, '%pcmem search "what must I run before a push"')
+    assert "nothing admitted" not in capsys.readouterr().out

@@ -44,7 +44,7 @@ def test_runtime_magics_walk_capture_flush_journal_bindings_status(shell, target
 
 def test_runtime_magic_user_errors_are_one_line(shell, capsys, tmp_path):
     assert "no Runtime is open" in fail(shell, capsys, "%pcmem runtime flush --scope s")
-    assert "invalid choice" in fail(shell, capsys, "%pcmem runtime frobnicate")
+    assert "unknown runtime action 'frobnicate'" in fail(shell, capsys, "%pcmem runtime frobnicate")
     run(shell, f"%pcmem runtime open {tmp_path / 'rt.db'}")
     assert "which scope" in fail(shell, capsys, "%pcmem runtime flush")
     assert "KIND:TEXT" in fail(shell, capsys, '%pcmem runtime capture x "c" --scope s --entry nonsense')
@@ -84,3 +84,28 @@ def test_journal_inspector_shows_windows_failures_and_flushes(shell, target, sco
     assert bundle["text/html"].count('data-label="committed"') == 2 and 'data-label="failed"' in bundle["text/html"]
     widget.flush_button.click()
     assert widget.last_flush.status == "idle"
+
+
+def test_runtime_entries_and_search_read_the_scopes_memory(shell, capsys, tmp_path):
+    """Issue 36: the runtime magics had no entries/search, so a user reopened the
+    database with `%pcmem open`; a search that admits nothing says how to see why."""
+    run(shell, f"%pcmem runtime open {tmp_path / 'rt.db'} --pipeline default --scope project:demo")
+    assert run(shell, "%pcmem runtime entries").empty
+    assert "scope project:demo has no active entries yet" in capsys.readouterr().out
+    run(shell, '%pcmem runtime capture t1 "notes" --entry "constraint:site/ is generated output: never edit it." '
+               '--entry "preference:Run make test before every push."')
+    run(shell, "%pcmem runtime flush")
+    entries = run(shell, "%pcmem runtime entries -o kept")
+    assert sorted(entries.kind) == ["constraint", "preference"] and shell.user_ns["kept"] is entries
+    assert entries.evidence.str.startswith("source:").all()
+    capsys.readouterr()
+    hits = run(shell, '%pcmem runtime search "what must I run before every push?" --mode fts')
+    assert list(hits.text) == ["Run make test before every push."]
+    assert "1 hit for" in capsys.readouterr().out
+    nothing = run(shell, '%pcmem runtime search "who approves schema migrations?" --mode fts')
+    out = capsys.readouterr().out
+    assert nothing.empty and "nothing admitted: `%pcmem runtime search 'who approves schema migrations?' --explain`" in out
+    explained = run(shell, '%pcmem runtime search "generated output edit" --mode fts --explain')
+    assert "candidates" in capsys.readouterr().out and "reason" in explained.columns and len(explained) >= 1
+    assert "which scope" in fail(shell, capsys, "%pcmem runtime close\n%pcmem runtime open "
+                                 f"{tmp_path / 'rt.db'}\n%pcmem runtime entries")

@@ -238,3 +238,15 @@ def test_hybrid_fts_floors_apply_only_beside_the_vector_channel():
     assert p.family == "floors+hybrid-floors"
     unset = AdmissionPolicy.floors(fts_min_terms=3, fts_min_coverage=0.3)
     assert unset.required_terms(10, hybrid=True) == unset.required_terms(10) == 3
+
+
+def test_the_fts_reason_says_which_floor_set_the_terms_needed():
+    """Issue 36: with fts_min_terms=1 a reason read "needs 2 (fts_min_terms=1, …)"."""
+    low = AdmissionPolicy.floors(fts_min_terms=1, fts_min_coverage=0.34)
+    (d,) = admission.explain({"fts": [fts("a", 1, 4, 4)]}, low)
+    assert d.admitted and d.reason == "matched 4/4 terms, needs 2 (⌈fts_min_coverage=0.34 × 4 terms⌉ > fts_min_terms=1)"
+    high = AdmissionPolicy.floors(fts_min_terms=5, fts_min_coverage=0.2)
+    (d,) = admission.explain({"fts": [fts("a", 1, 3, 4)]}, high)
+    assert not d.admitted and d.reason == "matched 3/4 terms, needs 4 (all 4: fts_min_terms=5 exceeds the query's terms)"
+    (d,) = admission.explain({"fts": [fts("a", 1, 3, 10)]}, AdmissionPolicy.floors(fts_min_terms=3, fts_min_coverage=0.3))
+    assert d.reason == "matched 3/10 terms, needs 3 (fts_min_terms=3, fts_min_coverage=0.3)"
