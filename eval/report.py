@@ -314,9 +314,17 @@ def section_recommendation(result: Any) -> Section:
     return Section("recommendation", "What to set, and what it costs", "\n".join(parts))
 
 
+def by_field(frame: pd.DataFrame, key: str) -> pd.DataFrame:
+    """``frame`` turned on its side: one row per column, one column per ``key`` value. A
+    table of a few rows and many columns (every threshold and estimate of a
+    recommendation) then fits the page width instead of scrolling sideways."""
+    shown = frame.dropna(axis=1, how="all").set_index(key)
+    cells = shown.apply(lambda col: col.map(lambda v: f"{v:.3f}" if isinstance(v, float) and not pd.isna(v) else v))
+    return cells.T.reset_index().rename(columns={"index": "field"}).rename_axis(columns=None)
+
+
 def section_recommendations(result: Any) -> Section:
-    recs = result.recommendations.dropna(axis=1, how="all")
-    parts = [table(recs, collapse=None),
+    parts = [table(by_field(result.recommendations, "mode"), collapse=None),
              "<p><code>joint</code> is the single AdmissionPolicy proposed as the library default: the same objective "
              "averaged over the modes, with the bound holding in each. <code>objective</code> and "
              f"<code>constraint</code> are {result.objective.split}-split values.</p>",
@@ -544,8 +552,9 @@ h1{{font-size:1.6em;margin:.2em 0}}h2{{border-bottom:1px solid #ccc;padding-bott
 h3{{margin:1.2em 0 .4em}}
 nav.toc ol{{display:flex;flex-wrap:wrap;gap:.2em 1.4em;margin:.4em 0 1em;padding:0;list-style:none;font-size:.92em}}
 .scroll{{overflow-x:auto;max-width:100%}}
-table.t{{border-collapse:collapse;font-size:12px;margin:.5em 0;white-space:nowrap}}
+table.t{{border-collapse:collapse;font-size:12px;margin:.5em 0}}
 table.t th,table.t td{{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}}
+table.t th{{overflow-wrap:anywhere;min-width:4em}}
 table.t th{{background:#f4f4f4;position:sticky;top:0}}
 details{{margin:.4em 0}}details>summary{{cursor:pointer;color:#0645ad}}
 dt{{font-weight:600;margin-top:.4em}}dd{{margin-left:1.5em}}

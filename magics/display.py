@@ -8,7 +8,7 @@ Every piece of user text is HTML-escaped; nothing shows vectors or analyzer toke
 from __future__ import annotations
 
 import html
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
@@ -39,25 +39,35 @@ def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
+#: A wrapped cell: long prose (a rejection reason, an entry's text) breaks over lines, even
+#: inside a long token, so the table fits its container instead of running off the right.
+WRAP_STYLE = "white-space:normal;overflow-wrap:anywhere;min-width:14em"
+
+
 def html_table(frame: pd.DataFrame, row_labels: Mapping[int, str] | None = None, caption: str | None = None,
-               *, clip: Mapping[str, int] | None = None, one_line: bool = False) -> str:
+               *, clip: Mapping[str, int] | None = None, one_line: bool = False, wrap: Iterable[str] = (),
+               empty: str = "no rows") -> str:
     """A small escaped HTML table. ``row_labels`` maps a row position to a label from
     HIGHLIGHT; the row gets that background and a ``data-label`` attribute.
 
     ``clip`` maps a column to a width: its cells show that many characters and carry
     the whole value in a ``title`` (hover) attribute. ``one_line`` keeps every row on
-    one line (``white-space:nowrap``) inside a box that scrolls sideways instead of
-    being cut off at the right."""
-    row_labels, clip = row_labels or {}, clip or {}
+    one line (``white-space:nowrap``) except the ``wrap`` columns, whose cells wrap, and
+    puts the table in a box that scrolls sideways rather than being cut off at the
+    right. A frame without rows shows its header and one row saying ``empty``."""
+    row_labels, clip, wrap = row_labels or {}, clip or {}, set(wrap)
     widths = [clip.get(str(c)) for c in frame.columns]
     nowrap = " style='white-space:nowrap'" if one_line else ""
+    styles = [f" style='{WRAP_STYLE}'" if str(c) in wrap else nowrap for c in frame.columns]
     head = "".join(f"<th{nowrap}>{esc(c)}</th>" for c in frame.columns)
     body = []
     for i, row in enumerate(frame.itertuples(index=False)):
         label = row_labels.get(i)
         attrs = f' data-label="{esc(label)}" style="background:{HIGHLIGHT.get(label, "")}"' if label else ""
-        cells = "".join(_cell(v, w, nowrap) for v, w in zip(row, widths, strict=True))
+        cells = "".join(_cell(v, w, a) for v, w, a in zip(row, widths, styles, strict=True))
         body.append(f"<tr{attrs}>{cells}</tr>")
+    if not body:
+        body.append(f"<tr class='pcmem-empty'><td colspan='{max(len(frame.columns), 1)}'><i>{esc(empty)}</i></td></tr>")
     cap = f"<caption style='text-align:left'>{esc(caption)}</caption>" if caption else ""
     table = (
         f"<table class='pcmem-table'>{cap}<thead><tr>{head}</tr></thead>"

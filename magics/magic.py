@@ -30,7 +30,7 @@ from powercontext.suggest import unknown_name
 from . import reads, refs, runtime, tables, writes
 from .display import explain_hint, result_summary
 from .errors import PcMemUserError, as_usage_errors
-from .session import Session
+from .session import Session, redact
 from .usage import help_text, usage_line, with_hint
 
 __all__ = ["PcMem"]
@@ -170,6 +170,7 @@ class PcMem(Magics):
                 "open what? `%pcmem open memory.db`, `%pcmem open oceanbase://root@127.0.0.1:2881/pc` or `%pcmem open --seekdb`"
             )
         self._apply_policy()
+        self.session.open_line = open_line(args, embedding)
         facts = self.session.describe()
         modes = "fts" + (" + vector/hybrid" if facts["hybrid"] else "")
         print(f"opened {facts['backend']} {facts['target']} · {facts['memories']} Memories · {modes}")
@@ -457,12 +458,13 @@ class PcMem(Magics):
         """An interactive widget on the open database."""
         from . import widgets
 
+        reopen = f"`{self.session.open_line}`, then `{shlex.join(['%pcmem', 'inspect', args.widget, *args.refs])}`"
         if args.widget == "admission":
-            return widgets.AdmissionInspector(self.svc, args.refs, runner=self.session.runner)
+            return widgets.AdmissionInspector(self.svc, args.refs, runner=self.session.runner, reopen=reopen)
         if len(args.refs) != 1:
             raise PcMemUserError(f"`%pcmem inspect {args.widget}` takes exactly one Memory REF")
         cls = widgets.ManifestInspector if args.widget == "manifest" else widgets.LineageExplorer
-        return cls(self.svc, args.refs[0], runner=self.session.runner)
+        return cls(self.svc, args.refs[0], runner=self.session.runner, reopen=reopen)
 
     @magic_arguments()
     @subcommand("runtime", cell=True, actions=True)
@@ -473,6 +475,15 @@ class PcMem(Magics):
         """The local Runtime (RFC 001): open, capture Sources, flush windows, journal, bindings,
         entries and search of a scope's Memory, status, inspect, close."""
         return runtime.run_action(self, args.action, args.rest, cell)
+
+
+def open_line(args, embedding: str | None) -> str:
+    """The ``%pcmem open …`` line that opens the same database again (password masked)."""
+    if args.seekdb is not None:
+        parts = ["--seekdb"] + ([args.seekdb] if args.seekdb else []) + (["--database", args.database] if args.database else [])
+    else:
+        parts = [redact(args.target)]
+    return shlex.join(["%pcmem", "open", *parts, *(["--embedding", embedding] if embedding else [])])
 
 
 def _document() -> None:

@@ -18,6 +18,7 @@ Memory a scope is bound to, so its entries need no second ``%pcmem open`` of the
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ class RuntimeSession:
         self.runtime: PowerContextRuntime | None = None
         self.scope: str | None = None
         self.server: Any = None
+        self.open_line = "%pcmem runtime open …"  # how to open it again (the JournalInspector says it after close)
 
     def require(self) -> PowerContextRuntime:
         if self.runtime is None:
@@ -210,12 +212,23 @@ def _open(magics, session: RuntimeSession, args, cell):
         raise
     session.close(runner)
     session.runtime, session.scope, session.server = runtime, args.scope, server
+    session.open_line = _open_line(args)
     where = Path(runtime.storage.location).name if runtime.storage.profile == "sqlite" else redact(runtime.key)
     schedule = f"every {args.schedule:g} s" if args.schedule else "off"
     print(f"opened Runtime on {runtime.storage.profile} {where} · pipeline "
           f"{type(pipeline).__name__ if pipeline else 'none'} · window {args.window} · schedule {schedule}"
           + (f" · scope {args.scope}" if args.scope else ""))
     return None
+
+
+def _open_line(args) -> str:
+    """The ``%pcmem runtime open …`` line that opens this Runtime again (password masked)."""
+    where = ["--seekdb"] + ([args.seekdb] if args.seekdb else []) if args.seekdb is not None else [redact(args.target)]
+    options = [("--pipeline", args.pipeline, "none"), ("--window", str(args.window), "100"),
+               ("--schedule", f"{args.schedule:g}" if args.schedule else None, None), ("--sidecar", args.sidecar, None),
+               ("--embedding", args.embedding, None), ("--scope", args.scope, None)]
+    extra = [x for flag, value, default in options if value not in (None, default) for x in (flag, value)]
+    return shlex.join(["%pcmem", "runtime", "open", *where, *extra])
 
 
 def _metadata(args) -> dict[str, Any]:
@@ -337,7 +350,9 @@ def _status(magics, session: RuntimeSession, args, cell):
 def _inspect(magics, session: RuntimeSession, args, cell):
     from .widgets.journal import JournalInspector
 
-    return JournalInspector(session.require(), scope=args.scope or session.scope, runner=magics.session.runner)
+    scope = args.scope or session.scope
+    reopen = f"`{session.open_line}`, then `%pcmem runtime inspect{' --scope ' + scope if scope else ''}`"
+    return JournalInspector(session.require(), scope=scope, runner=magics.session.runner, reopen=reopen)
 
 
 def _close(magics, session: RuntimeSession, args, cell):

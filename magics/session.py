@@ -36,6 +36,7 @@ class Session:
         # The current Memory (an artifact id): where `remember` without --memory writes,
         # and what `manifest`/`changes`/`verify` read without REF. Per open database.
         self.current: str | None = None
+        self.open_line = "%pcmem open …"  # how to open the same database again (widgets say it once it is closed)
 
     def run(self, awaitable: Awaitable[T]) -> T:
         return self.runner.run(awaitable)

@@ -24,6 +24,7 @@ from .errors import (
     QueryTimeoutError,
     RevisionConflictError,
     ServerLimitError,
+    ServiceClosedError,
     SourceConflictError,
     SourceNotFoundError,
 )
@@ -59,6 +60,6 @@ __all__ = [
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "ServerLimitError", "MemoryChange", "MemoryCitation",
     "MemoryEntryInput", "MemoryEntryNotFoundError", "MemoryEntryVersion", "MemoryHit",
     "MemoryRevision", "MemorySearchResult", "MemoryService", "NotHeadError", "PatchMatchError", "PowerContextError",
-    "QueryTimeoutError", "RevisionConflictError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
+    "QueryTimeoutError", "RevisionConflictError", "ServiceClosedError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
     "AgentTurnSource", "GitChangeSource", "StructuredEntry", "StructuredSource", "TaskOutcomeSource", "Verification",
 ]

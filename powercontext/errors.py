@@ -91,6 +91,11 @@ class BackendUnavailableError(PowerContextError):
     server restart, a lost connection): the same call may succeed later."""
 
 
+class ServiceClosedError(BackendUnavailableError, RuntimeError):
+    """The MemoryService (its backend) was closed: open the database again. A
+    RuntimeError too, which is what a closed backend raised before it had a type."""
+
+
 class QueryTimeoutError(BackendUnavailableError):
     """A statement ran longer than the database server lets one statement run
     (OceanBase's ``ob_query_timeout``). ``limit`` names the setting and ``value`` is

@@ -8,14 +8,17 @@ kernel; the service's coroutines therefore run on the private loop of
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, ClassVar, TypeVar
+from typing import Any, Awaitable, Callable, ClassVar, TypeVar
 
 import ipywidgets as widgets
 import pandas as pd
 
-from ..display import esc
-from ..errors import user_message
+from powercontext.errors import ServiceClosedError
 from powercontext.loop import LoopRunner, default_runner
+from powercontext.runtime.errors import RuntimeClosedError
+
+from ..display import esc
+from ..errors import first_line, user_message
 
 T = TypeVar("T")
 
@@ -70,15 +73,28 @@ class StaticFallback:
         return bundle
 
 
-class ServiceWidget(StaticFallback, widgets.VBox):
-    """A VBox bound to a MemoryService. ``call`` runs a coroutine; a user mistake (a
-    missing capability, an unknown Memory …) shows in ``status`` instead of raising."""
+#: A service or Runtime that was closed (``%pcmem close``, ``%pcmem runtime close``).
+CLOSED: tuple[type[BaseException], ...] = (ServiceClosedError, RuntimeClosedError)
+STATUS_COLORS = {"error": "#b00020", "done": "#1b5e20"}
 
-    def __init__(self, svc: Any, runner: LoopRunner | None = None, **kwargs: Any) -> None:
+
+class ServiceWidget(StaticFallback, widgets.VBox):
+    """A VBox bound to a MemoryService. Every action ends in a one-line ``status``: what
+    it did, or why it could not. ``call`` runs a coroutine; a user mistake (a missing
+    capability, an unknown Memory, a closed service …) shows in ``status`` instead of
+    raising. ``action(callback)`` wraps a button or observer callback the same way:
+    an exception in a callback would otherwise land in the kernel log, unseen.
+
+    ``reopen`` says how to get a live widget back once the service was closed (the
+    magics pass the exact ``%pcmem`` lines)."""
+
+    def __init__(self, svc: Any, runner: LoopRunner | None = None, *, reopen: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.svc = svc
         self.runner = runner or default_runner()
+        self.reopen = reopen or "pc.open(…), then create this widget again"
         self.status = widgets.HTML(value="")
+        self.status_line = ""
         self.error: str | None = None
 
     def run(self, awaitable: Awaitable[T]) -> T:
@@ -88,14 +104,42 @@ class ServiceWidget(StaticFallback, widgets.VBox):
         try:
             result = self.run(awaitable)
         except Exception as exc:  # noqa: BLE001 - user mistakes shown, bugs re-raised
-            message = user_message(exc)
-            if message is None:
-                raise
-            self.show_error(message)
+            self.fail(exc)
             return None
         self.show_error(None)
         return result
 
+    def action(self, callback: Callable[..., Any]) -> Callable[..., None]:
+        """``callback`` for ``on_click``/``observe``: its failure becomes the status line."""
+        def handler(*args: Any) -> None:
+            try:
+                callback(*args)
+            except Exception as exc:  # noqa: BLE001 - shown; fail() re-raises bugs
+                self.fail(exc)
+        return handler
+
+    def fail(self, exc: BaseException) -> None:
+        """Show why an action failed; a bug is shown too and then re-raised (its
+        traceback goes to the kernel log)."""
+        if isinstance(exc, CLOSED):
+            self.show_error(f"service closed — reopen with {self.reopen}")
+            return
+        message = user_message(exc)
+        if message is None:
+            self.show_error(f"failed: {type(exc).__name__}: {first_line(exc)} (a bug; the traceback is in the kernel log)")
+            raise exc
+        self.show_error(message)
+
     def show_error(self, message: str | None) -> None:
         self.error = message
-        self.status.value = f"<span style='color:#b00020'>{esc(message)}</span>" if message else ""
+        self._show(message or "", "error")
+
+    def show_done(self, message: str) -> None:
+        """The outcome of an action that worked (clears a previous error)."""
+        self.error = None
+        self._show(message, "done")
+
+    def _show(self, message: str, kind: str) -> None:
+        self.status_line = message
+        self.status.value = (f"<span class='pcmem-status' data-kind='{kind}' style='color:{STATUS_COLORS[kind]}'>"
+                             f"{esc(message)}</span>") if message else ""

@@ -23,13 +23,21 @@ from ..display import esc, html_table, result_summary
 from ..refs import parse_memory, resolve_memories
 from ._base import ServiceWidget, frame_text
 
-__all__ = ["AdmissionInspector"]
+__all__ = ["AdmissionInspector", "policy_text"]
 
 MODES = ["fts", "vector", "hybrid", "auto"]
-#: Columns cut to a width in the candidate tables (the whole value is the cell's hover title).
+#: Columns cut to a width in the plain-text fallback (fixed-width text cannot wrap a cell).
 CLIP = {"reason": 40, "text": 48}
+#: Columns whose HTML cells wrap: the reason is the "why rejected", so it is shown whole.
+WRAP = ("reason", "text")
 #: The candidate columns of the plain-text fallback (the HTML tables show them all).
 TEXT_COLUMNS = ["channel", "channel_rank", "admitted", "reason", "hit_rank", "entry_id", "text"]
+
+
+def policy_text(policy: AdmissionPolicy) -> str:
+    """The three slider thresholds as ``fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=0.3``."""
+    return (f"fts_min_terms={policy.fts_min_terms}, fts_min_coverage={policy.fts_min_coverage:g}, "
+            f"vector_min_cosine={policy.vector_min_cosine:g}")
 
 
 class AdmissionInspector(ServiceWidget):
@@ -39,19 +47,20 @@ class AdmissionInspector(ServiceWidget):
     State: ``query`` (Text), ``mode`` (ToggleButtons), ``limit``, ``fts_min_terms``,
     ``fts_min_coverage``, ``vector_min_cosine`` (sliders); ``hits``, ``admitted``,
     ``rejected`` (DataFrames) and ``hits_table``, ``admitted_table``,
-    ``rejected_table`` (HTML: one line per row, long cells cut with the whole value
-    on hover, scrolling sideways); ``result`` (the MemorySearchResult replayed);
-    ``retrievals`` counts database round trips. Displayed without a live kernel it
-    shows the summary and these tables."""
+    ``rejected_table`` (HTML: the reason and text wrap, other cells stay on one line);
+    ``result`` (the MemorySearchResult replayed); ``retrievals`` counts database round
+    trips; ``status_line`` says what the last action did (or why it could not).
+    Displayed without a live kernel it shows the summary and these tables."""
 
     def __init__(self, svc: Any, memories: Sequence[Any] = (), runner=None, *, query: str = "",
-                 mode: str = "auto", limit: int = 8, width: int = 80) -> None:
-        super().__init__(svc, runner)
+                 mode: str = "auto", limit: int = 8, width: int = 80, reopen: str | None = None) -> None:
+        super().__init__(svc, runner, reopen=reopen)
         self.width = width
         self.memory_ids = [parse_memory(m).text for m in (memories or ())]
         base: AdmissionPolicy = svc.policy
         self.base_policy = base
         self.retrievals = 0
+        self._fresh = False  # the last _retrieve went to the database
         self._cache: dict[tuple, Any] = {}
         self.result: MemorySearchResult | None = None
         self.hits = self.admitted = self.rejected = pd.DataFrame()
@@ -66,14 +75,14 @@ class AdmissionInspector(ServiceWidget):
                                                      description="vector_min_cosine", readout_format=".2f")
         self.retrieve_button = widgets.Button(description="Retrieve again", icon="refresh",
                                               tooltip="forget the cached candidates (e.g. after a write)")
-        self.retrieve_button.on_click(lambda _: self.retrieve_again())
+        self.retrieve_button.on_click(self.action(lambda _: self.retrieve_again()))
         self.summary_line = ""
         self.summary = widgets.HTML()
         self.hits_table, self.admitted_table, self.rejected_table = widgets.HTML(), widgets.HTML(), widgets.HTML()
         for control in (self.query, self.mode, self.limit):
-            control.observe(self._refresh, names="value")
+            control.observe(self.action(self._refresh), names="value")
         for slider in (self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine):
-            slider.observe(self._replay, names="value")
+            slider.observe(self.action(self._replay), names="value")
         style = {"description_width": "initial"}
         for slider in (self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine):
             slider.style = style
@@ -109,6 +118,7 @@ class AdmissionInspector(ServiceWidget):
                 return None
             self.retrievals += 1
             self._cache[key] = fetched
+            self._fresh = True
         return self._cache[key]
 
     def retrieve_again(self) -> None:
@@ -119,6 +129,7 @@ class AdmissionInspector(ServiceWidget):
     def _refresh(self, _change: Any = None) -> None:
         if not self.query.value.strip():
             self._clear("type a query")
+            self.show_done("")
             return
         self._replay()
 
@@ -130,7 +141,6 @@ class AdmissionInspector(ServiceWidget):
         if fetched is None:
             self._clear(None)
             return
-        self.show_error(None)
         retrieval, used, fallback = fetched
         policy = self.policy
         decisions = admission.explain(retrieval.channels, policy)
@@ -148,11 +158,22 @@ class AdmissionInspector(ServiceWidget):
             f"{len(self.rejected)} rejected"
         )
         self.summary.value = esc(self.summary_line)
-        self.hits_table.value = html_table(self.hits, caption="hits", clip=CLIP, one_line=True)
+        self.hits_table.value = html_table(self.hits, caption="hits", one_line=True, wrap=WRAP,
+                                           empty="no hits: nothing was admitted")
         self.admitted_table.value = html_table(self.admitted, {i: "admitted" for i in range(len(self.admitted))},
-                                               caption="admitted candidates", clip=CLIP, one_line=True)
+                                               caption="admitted candidates", one_line=True, wrap=WRAP,
+                                               empty="no candidate was admitted")
         self.rejected_table.value = html_table(self.rejected, {i: "rejected" for i in range(len(self.rejected))},
-                                               caption="rejected candidates", clip=CLIP, one_line=True)
+                                               caption="rejected candidates", one_line=True, wrap=WRAP,
+                                               empty="no candidate was rejected")
+        n = len(frame)
+        if self._fresh:
+            self.show_done(f"retrieved {n} candidate{'' if n == 1 else 's'} from the database "
+                           f"(round trip {self.retrievals}); admission replayed at {policy_text(policy)}")
+        else:
+            self.show_done(f"replayed admission over {n} cached candidate{'' if n == 1 else 's'} at "
+                           f"{policy_text(policy)} (no database round trip)")
+        self._fresh = False
 
     def _clear(self, note: str | None) -> None:
         self.result = None

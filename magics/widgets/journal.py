@@ -28,10 +28,10 @@ JOURNAL_COLUMNS = ["sequence", "source_id", "position", "window", "outcome", "re
 WINDOW_COLUMNS = ["window", "outcome", "revision", "detail", "finished_at"]
 
 
-def outcome_table(frame: pd.DataFrame, caption: str) -> str:
+def outcome_table(frame: pd.DataFrame, caption: str, empty: str = "no rows") -> str:
     """An escaped table whose rows carry their window outcome as data-label and colour."""
     labels = {i: o for i, o in enumerate(frame["outcome"]) if o}
-    html = html_table(frame, labels, caption=caption)
+    html = html_table(frame, labels, caption=caption, wrap=("reason", "content", "detail"), empty=empty)
     for outcome, color in OUTCOME_COLORS.items():
         html = html.replace(f'data-label="{outcome}" style="background:"', f'data-label="{outcome}" style="background:{color}"')
     return html
@@ -43,10 +43,12 @@ class JournalInspector(ServiceWidget):
     State: ``scope`` (Dropdown of the Runtime's scopes), ``summary`` (HTML: Memory,
     head, cursor / high watermark), ``journal`` and ``windows`` (HTML tables),
     ``journal_frame`` and ``windows_frame`` (the DataFrames shown), ``flush_button``,
-    ``refresh_button``, ``last_flush`` (the last MemoryFlushResult)."""
+    ``refresh_button``, ``last_flush`` (the last MemoryFlushResult), ``status_line``
+    (what the last Flush or Refresh did, or why it could not)."""
 
-    def __init__(self, runtime: Any, scope: str | None = None, runner=None, *, width: int = 60) -> None:
-        super().__init__(runtime.memory_service, runner)
+    def __init__(self, runtime: Any, scope: str | None = None, runner=None, *, width: int = 60,
+                 reopen: str | None = None) -> None:
+        super().__init__(runtime.memory_service, runner, reopen=reopen)
         self.runtime, self.width = runtime, width
         self.last_flush = None
         self.scope = widgets.Dropdown(description="Scope", layout=widgets.Layout(width="95%"))
@@ -55,12 +57,14 @@ class JournalInspector(ServiceWidget):
         self.windows = widgets.HTML()
         self.journal_frame = pd.DataFrame(columns=JOURNAL_COLUMNS)
         self.windows_frame = pd.DataFrame(columns=WINDOW_COLUMNS)
-        self.flush_button = widgets.Button(description="Flush next window", icon="play")
-        self.refresh_button = widgets.Button(description="Refresh", icon="refresh")
-        self.flush_button.on_click(self._flush)
-        self.refresh_button.on_click(lambda _b: self.refresh())
+        # width auto: the default button width cut the label to "Flush next win…"
+        self.flush_button = widgets.Button(description="Flush next window", icon="play",
+                                           layout=widgets.Layout(width="auto"))
+        self.refresh_button = widgets.Button(description="Refresh", icon="refresh", layout=widgets.Layout(width="auto"))
+        self.flush_button.on_click(self.action(self._flush))
+        self.refresh_button.on_click(self.action(lambda _b: self.refresh(announce=True)))
         self._load_scopes(scope)
-        self.scope.observe(lambda _c: self.refresh(), names="value")
+        self.scope.observe(self.action(lambda _c: self.refresh()), names="value")
         self.children = [
             self.scope, widgets.HBox([self.flush_button, self.refresh_button]), self.summary,
             widgets.HTML("<b>Journal</b>"), self.journal, widgets.HTML("<b>Windows</b>"), self.windows, self.status,
@@ -94,11 +98,15 @@ class JournalInspector(ServiceWidget):
         self.scope.options = options
         self.scope.value = wanted if wanted else (options[0] if options else None)
 
-    def refresh(self) -> None:
+    def refresh(self, announce: bool = False) -> None:
+        """Reread the scope's journal, windows and cursor; ``announce`` puts what was read
+        in the status line (the Refresh button)."""
         scope = self.scope.value
         if scope is None:
             self.summary.value = "<i>this Runtime has no scopes yet: capture a Source first</i>"
             self.journal.value = self.windows.value = ""
+            if announce:
+                self.show_done("refreshed: no scopes yet")
             return
         rows = self.call(journal_rows(self.runtime, scope))
         windows = self.call(window_rows(self.runtime, scope))
@@ -116,21 +124,29 @@ class JournalInspector(ServiceWidget):
         )
         cursor_at = facts["cursor"]
         self.journal.value = outcome_table(
-            self.journal_frame, caption=f"{len(self.journal_frame)} Sources; the cursor is after #{cursor_at}")
+            self.journal_frame, caption=f"{len(self.journal_frame)} Sources; the cursor is after #{cursor_at}",
+            empty="no Sources captured in this scope yet")
         failures = int(self.windows_frame["outcome"].isin(["failed", "unavailable"]).sum())
         self.windows.value = outcome_table(
-            self.windows_frame, caption=f"{len(self.windows_frame)} windows, newest first; {failures} failed or unavailable")
+            self.windows_frame, caption=f"{len(self.windows_frame)} windows, newest first; {failures} failed or unavailable",
+            empty="no window processed yet: Flush processes the next one")
+        if announce:
+            self.show_done(f"refreshed: {len(self.journal_frame)} Sources, cursor {facts['cursor']} of "
+                           f"{facts['high_watermark']}, {facts['pending']} pending")
 
     def _flush(self, _button: Any = None) -> None:
         scope = self.scope.value
         if scope is None:
+            self.show_error("nothing to flush: this Runtime has no scopes yet (capture a Source first)")
             return
         result = self.call(self.runtime.memory.for_scope(scope).flush())
-        if result is not None:
-            self.last_flush = result
-            if result.error:
-                self.show_error(f"{result.status}: {result.error}")
-        error = self.error
+        if result is None:
+            return  # call() put the reason in the status line
+        self.last_flush = result
         self.refresh()
-        if error:
-            self.show_error(error)
+        if self.error is not None:
+            return  # the refresh could not read the journal: its reason stays
+        if result.error:
+            self.show_error(f"flush {result}")
+        else:
+            self.show_done(f"flush {result}")

@@ -27,8 +27,8 @@ class LineageExplorer(ServiceWidget):
     ``caption`` (the timeline's caption). Displayed without a live kernel it shows the
     caption and the timeline table."""
 
-    def __init__(self, svc: Any, memory: Any, runner=None, *, width: int = 80) -> None:
-        super().__init__(svc, runner)
+    def __init__(self, svc: Any, memory: Any, runner=None, *, width: int = 80, reopen: str | None = None) -> None:
+        super().__init__(svc, runner, reopen=reopen)
         self.width = width
         self.head = self.run(resolve_memory(svc, memory))
         versions = self.run(versions_of(svc, self.head))
@@ -42,7 +42,7 @@ class LineageExplorer(ServiceWidget):
         self.timeline = widgets.HTML()
         self.frame = pd.DataFrame()
         self.caption = ""
-        self.entry.observe(self._refresh, names="value")
+        self.entry.observe(self.action(self._refresh), names="value")
         self.children = [widgets.HTML(f"<b>{esc(self.head.ref)}</b>"), self.entry, self.timeline, self.status]
         self._refresh()
 
@@ -56,7 +56,8 @@ class LineageExplorer(ServiceWidget):
         self.frame = tables.lineage_frame(entry_id, chain, self.history, width=self.width)
         labels = {i: OP_LABELS.get(op, "") for i, op in enumerate(self.frame["op"])}
         self.caption = f"{entry_id}: {len(chain)} versions, {len(self.frame)} changes"
-        self.timeline.value = html_table(self.frame, labels, caption=self.caption)
+        self.timeline.value = html_table(self.frame, labels, caption=self.caption, wrap=("reason", "text"))
+        self.show_done(f"the timeline of {entry_id}")
 
     def headline(self) -> str:
         return f"LineageExplorer({self.head.ref} · {self.caption})"

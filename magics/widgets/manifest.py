@@ -31,8 +31,9 @@ class ManifestInspector(ServiceWidget):
     ``frame`` (the DataFrame shown, with a ``change`` column), ``caption`` (the title
     line as text). Displayed without a live kernel it shows the caption and the table."""
 
-    def __init__(self, svc: Any, memory: Any, runner=None, *, width: int = 80, hash_width: int = 12) -> None:
-        super().__init__(svc, runner)
+    def __init__(self, svc: Any, memory: Any, runner=None, *, width: int = 80, hash_width: int = 12,
+                 reopen: str | None = None) -> None:
+        super().__init__(svc, runner, reopen=reopen)
         self.width, self.hash_width = width, hash_width
         start = self.run(resolve_memory(svc, memory))
         self.artifact_id = start.artifact_id
@@ -46,9 +47,9 @@ class ManifestInspector(ServiceWidget):
         self.table = widgets.HTML()
         self.frame = pd.DataFrame()
         self.caption = ""
-        self.revision.observe(self._refresh, names="value")
-        self.state.observe(self._refresh, names="value")
-        self.reload_button.on_click(lambda _: self.reload())
+        self.revision.observe(self.action(self._refresh), names="value")
+        self.state.observe(self.action(self._refresh), names="value")
+        self.reload_button.on_click(self.action(lambda _: self.reload()))
         self.children = [widgets.HBox([self.revision, self.reload_button]), self.state, self.title, self.table, self.status]
         self._refresh()
 
@@ -61,8 +62,13 @@ class ManifestInspector(ServiceWidget):
     def reload(self) -> None:
         """Pick up Revisions written since the widget was created."""
         head = self.call(self.svc.head(self.artifact_id))
-        if head is not None:
-            self.revision.max = head.revision
+        if head is None:
+            return
+        new = head.revision - self.revision.max
+        self.revision.max = head.revision
+        self.show_done(f"reloaded: the head is Revision {head.revision}"
+                       + (f" ({new} new; move the slider to see {'it' if new == 1 else 'them'})" if new
+                          else " (no new Revisions)"))
 
     def _refresh(self, _change: Any = None) -> None:
         revision, versions = self._load(self.revision.value)
@@ -77,7 +83,9 @@ class ManifestInspector(ServiceWidget):
         self.caption = f"{revision.ref} · {facts}" + ("" if self.state.value == "all" else f" · showing {self.state.value}")
         self.title.value = f"<b>{esc(revision.ref)}</b> · {facts}"
         labels = {i: label for i, label in enumerate(frame["change"]) if label}
-        self.table.value = html_table(frame, labels)
+        shown = "entries" if self.state.value == "all" else f"{self.state.value} entries"
+        self.table.value = html_table(frame, labels, empty=f"no {shown} in Revision {revision.revision}")
+        self.show_done(f"Revision {revision.revision}: {len(frame)} {shown}")
 
     def headline(self) -> str:
         return f"ManifestInspector({self.caption})"

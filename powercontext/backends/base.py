@@ -29,6 +29,7 @@ from ..errors import (
     InvalidMemoryRequestError,
     MemoryEntryNotFoundError,
     RevisionConflictError,
+    ServiceClosedError,
     SourceConflictError,
     SourceNotFoundError,
 )
@@ -110,7 +111,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError(f"{self.name} backend is closed")
+            raise ServiceClosedError(f"{self.name} backend is closed: open the database again")
 
     async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
         self._check_open()
