@@ -1,6 +1,7 @@
 """The README is documentation users copy from: its Python blocks must run, and the
 public names it and DESIGN.md promise must exist."""
 
+import os
 import re
 import subprocess
 import sys
@@ -64,3 +65,31 @@ def test_readme_patch_and_agent_view_block_runs(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("patch offset=26 length=9 delta=+0: vite moved\n<untrusted-memory>\n")
     assert "port 5174; the API is proxied under /api." in done.stdout
+
+
+def runnable_blocks() -> list[str]:
+    """Every Python block that is a whole program (the OceanBase line is a fragment: it
+    needs the URL a running server printed, and runs in test_seekdb's CLI test)."""
+    return [b for b in python_blocks() if "asyncio.run(main())" in b or b.startswith("from powercontext.eval")]
+
+
+def test_every_readme_snippet_runs_twice_in_one_folder(tmp_path):
+    """Issue 36: re-running the Runtime snippet raised AttributeError ('NoneType' object
+    has no attribute 'ref'): the second flush is idle. Pasting a snippet twice must work,
+    and print the same lines again (ids aside)."""
+    blocks = runnable_blocks()
+    assert len(blocks) == len(python_blocks()) - 1
+
+    def printed(block):
+        done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert done.returncode == 0, (block[:200], done.stderr[-2000:])
+        return re.sub(r"hash [0-9a-f]+", "hash H", re.sub(r"(mem_(art|ent|ver)_)\w{26}", r"\1ID", done.stdout))
+    for block in blocks:
+        first, second = printed(block), printed(block)
+        if "PowerContextRuntime" in block:  # the second capture is the same payload: nothing new to flush
+            assert first.splitlines()[:2] == ["1 True", "committed (0, 1]"]
+            assert second.splitlines()[:2] == ["1 False", "idle None"]
+            assert first.splitlines()[2] == second.splitlines()[2]  # the same head and entries: nothing duplicated
+        else:
+            assert first == second, block[:200]

@@ -17,8 +17,8 @@ def run(argv: list[str] | None = None) -> int:
     ``start`` leaves the server running after the CLI exits (no atexit, no parent-death
     signal) and prints, like Jupyter's token URL, a URL to paste into ``pc.open`` as
     is: ``oceanbase://root:PASSWORD@127.0.0.1:PORT/pc`` (the password is the one in
-    ``DIR/root.password``, shown only on this terminal). ``status`` prints the same URL
-    and exits 0 if running, 3 if stopped.
+    ``DIR/root.password``, shown only on this terminal). ``status`` prints the same two
+    lines (the URL alone on the second) and exits 0 if running, 3 if stopped.
     """
     parser = argparse.ArgumentParser(prog="python -m powercontext.backends.seekdb",
                                      description="Run a local seekdb (OceanBase kernel) server.")
@@ -35,7 +35,9 @@ def run(argv: list[str] | None = None) -> int:
         if running is None:
             print(f"stopped dir={base}")
             return 3
-        print(f"running {running.url_for(CLI_DATABASE)} pid={running.pid} dir={base}")
+        # the URL alone on its own line, as `start` prints it: a line to paste into pc.open
+        print(f"seekdb running: pid {running.pid}, port {running.port}, dir {base}")
+        print(running.url_for(CLI_DATABASE))
         return 0
     if args.command == "stop":
         if running is not None:

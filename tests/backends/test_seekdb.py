@@ -136,8 +136,8 @@ def test_cli_start_status_stop_round_trip(server_dir, monkeypatch):
     status = subprocess.run([*CLI, "status", "--dir", str(server_dir)],
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 0
-    assert status.stdout.split()[:2] == ["running", url]
-    assert f"pid={pid}" in status.stdout
+    head, pasted = status.stdout.splitlines()  # the URL alone on a line: it pastes into pc.open as is
+    assert pasted == url and head.startswith(f"seekdb running: pid {pid}, port ")
 
     attached = SeekdbServer.attach(server_dir)
     assert attached is not None and attached.pid == pid and attached.url_for("pc") == url

@@ -18,8 +18,8 @@ def test_the_readme_runtime_snippet_runs_as_pasted(tmp_path):
     done = subprocess.run([sys.executable, "-c", runtime_block()], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     first, second, third = done.stdout.splitlines()
-    assert first == "1 None"
-    memory = re.fullmatch(r"committed \(0, 1\] (mem_art_\w+)@1", second).group(1)
+    assert (first, second) == ("1 True", "committed (0, 1]")
+    memory = re.fullmatch(r"(mem_art_\w+)@2 .*", third).group(1)
     assert third == (f"{memory}@2 ['Use SQLite for the local Runtime profile.', "
                      "'site/ is generated output: never edit it.']")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["powercontext.db", "powercontext.db.scheduler.sqlite"]
