@@ -47,6 +47,7 @@ __all__ = [
     "STYLES",
     "discover",
     "is_chinese",
+    "language",
     "load",
     "validate",
 ]
@@ -57,9 +58,11 @@ STATES = ("active", "inactive")
 SPLITS = ("dev", "test")
 DEFAULT_KIND, DEFAULT_STATE, UNKNOWN_LANG = "fact", "active", "und"  # "und": BCP 47 for undetermined
 
-# The bundled corpora's house vocabulary (style="bundled").
-MEMORIES = ("repo", "user")
-LANGS = ("en", "zh")
+# The bundled corpora's house vocabulary (style="bundled"). ``team`` (a team's shared
+# memory), ``ja``/``ru`` and ``near-miss`` came with the multilingual corpus lantern-relay.
+MEMORIES = ("repo", "user", "team")
+LANGS = ("en", "zh", "ja", "ru")
+LANGUAGE_NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ru": "Russian"}
 TAGS = (
     "lexical",
     "paraphrase",
@@ -70,10 +73,11 @@ TAGS = (
     "forgotten",
     "stale",
     "hard-negative",
+    "near-miss",
 )
 GRADES = (1, 2, 3)
 #: Tags whose ideal answer is empty: such a query must have no judgement at all.
-EMPTY_ANSWER_TAGS = ("negative", "forgotten")
+EMPTY_ANSWER_TAGS = ("negative", "forgotten", "near-miss")
 STYLES = ("any", "bundled")
 
 MEMORIES_FILE, QUERIES_FILE, QRELS_FILE = "memories.jsonl", "queries.jsonl", "qrels.trec"
@@ -83,12 +87,28 @@ _QUERY_ID = re.compile(r"[a-z]{3}-q[0-9]{3,4}")
 _SOURCE = re.compile(r"src_[a-z0-9_]+")
 # CJK Unified Ideographs, Extension A, compatibility ideographs and Extensions B-F.
 _CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]")
+_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")  # hiragana, katakana, half-width katakana
+_CYRILLIC = re.compile("[\u0400-\u04ff]")
 
 
 def is_chinese(text: str) -> bool:
     """True if ``text`` contains a CJK ideograph (an English identifier inside a
     Chinese sentence does not make it English; one ideograph makes it Chinese)."""
     return _CJK.search(text) is not None
+
+
+def language(text: str) -> str:
+    """The bundled corpora's language of a text, told by its script: ``ja`` if it has
+    kana (Japanese prose mixes kana with ideographs), else ``zh`` if it has a CJK
+    ideograph, else ``ru`` if it has Cyrillic, else ``en``. English identifiers inside
+    other-script prose (code-switched text) do not make it English."""
+    if _KANA.search(text):
+        return "ja"
+    if is_chinese(text):
+        return "zh"
+    if _CYRILLIC.search(text):
+        return "ru"
+    return "en"
 
 
 class DatasetError(PowerContextError, ValueError):
@@ -122,8 +142,12 @@ class MemoryRecord:
         return self.state == "active"
 
     @property
+    def language(self) -> str:
+        return language(self.text)
+
+    @property
     def is_chinese(self) -> bool:
-        return is_chinese(self.text)
+        return self.language == "zh"
 
 
 @dataclass(frozen=True)
@@ -458,11 +482,13 @@ def _read_queries(path: Path, entries: dict, check: _Check) -> list[tuple[str, Q
             _one_of(value, TAGS, "tag", where, check.style)
         if "tags" in obj and not query.tags:
             check.style(f"{where}: tags must be a non-empty list")
-        if query.lang == "zh" and not is_chinese(query.text):
-            check.style(f"{where}: lang 'zh' but the text has no Chinese characters")
-        if query.lang == "en" and is_chinese(query.text):
-            check.style(f"{where}: lang 'en' but the text contains Chinese characters")
-        if query.has_tag("cjk") and query.lang != "zh":
+        written = language(query.text)
+        if query.lang in LANGS and query.lang != "en" and written != query.lang:
+            check.style(f"{where}: lang {query.lang!r} but the text has no {LANGUAGE_NAMES[query.lang]} characters"
+                        + ("" if written == "en" else f" (it reads as {written!r})"))
+        if query.lang == "en" and written != "en":
+            check.style(f"{where}: lang 'en' but the text contains {LANGUAGE_NAMES[written]} characters")
+        if query.has_tag("cjk") and query.lang not in ("zh", "ja"):
             check.style(f"{where}: tagged cjk but lang is {query.lang!r}")
         records.append((where, query))
     if with_split and without_split:
@@ -548,9 +574,10 @@ def _check_answers(entries: dict, queries: dict, qrels: dict, check: _Check) -> 
             check.style(f"{where}: tagged multi but fewer than two entries are graded 2 or 3")
         if query.has_tag("stale") and not any(e.history for e in answers):
             check.style(f"{where}: tagged stale but none of its grade-3 answers has a history")
-        if query.has_tag("cjk") and not any(e.is_chinese for e in answers):
-            check.style(f"{where}: tagged cjk but none of its grade-3 answers is Chinese")
-        same_language = all(e.is_chinese == (query.lang == "zh") for e in answers)
+        if query.has_tag("cjk") and not any(e.language == query.lang for e in answers):
+            check.style(f"{where}: tagged cjk but none of its grade-3 answers is "
+                        f"{LANGUAGE_NAMES.get(query.lang, 'Chinese')}")
+        same_language = all(e.language == query.lang for e in answers)
         if query.has_tag("cross-lingual") and same_language:
             check.style(f"{where}: tagged cross-lingual but every grade-3 answer is in the query's language")
 

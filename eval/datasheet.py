@@ -24,6 +24,7 @@ from pathlib import Path
 
 from powercontext.eval.datasets import (
     KINDS,
+    LANGUAGE_NAMES,
     LANGS,
     MEMORIES,
     SPLITS,
@@ -38,8 +39,10 @@ from powercontext.eval.datasets import (
 __all__ = ["BEGIN", "END", "Counts", "counts", "main", "render", "shortfalls", "totals", "update_readme"]
 
 BEGIN, END = "<!-- counts:begin -->", "<!-- counts:end -->"
-SEARCHED = ("repo", "user", "repo+user")
+SEARCHED = ("repo", "user", "team", "repo+user", "repo+team", "user+team", "repo+user+team")
 UNASSIGNED = "none (the harness assigns one)"
+# Entry languages counted beyond English and Chinese (which every bundled corpus has).
+MORE_LANGS = tuple(lang for lang in LANGS if lang not in ("en", "zh"))
 
 # FORMAT.md, "Targets per corpus" (bundled style); totals are these times the corpora.
 MIN_ENTRIES, MIN_QUERIES = 210, 140
@@ -57,11 +60,12 @@ class Counts:
     entries: int = 0
     queries: int = 0
     judgements: int = 0
-    chinese: int = 0  # entries whose text contains CJK ideographs
+    chinese: int = 0  # entries in Chinese (CJK ideographs and no kana)
     with_history: int = 0
     positive: int = 0  # queries with at least one judgement
     cjk_or_cross_lingual: int = 0  # queries tagged cjk, cross-lingual or both
     memory: Counter = field(default_factory=Counter)
+    text_lang: Counter = field(default_factory=Counter)  # entries by language (datasets.language)
     kind: Counter = field(default_factory=Counter)
     state: Counter = field(default_factory=Counter)
     tag: Counter = field(default_factory=Counter)
@@ -93,6 +97,7 @@ def counts(corpus: Corpus) -> Counts:
         positive=sum(q.is_positive for q in queries),
         cjk_or_cross_lingual=sum(bool({"cjk", "cross-lingual"} & set(q.tags)) for q in queries),
         memory=Counter(e.memory for e in corpus.memories),
+        text_lang=Counter(e.language for e in corpus.memories),
         kind=Counter(e.kind for e in corpus.memories),
         state=Counter(e.state for e in corpus.memories),
         tag=Counter(t for q in queries for t in q.tags),
@@ -105,7 +110,7 @@ def counts(corpus: Corpus) -> Counts:
 
 
 def _searched(memories: tuple[str, ...]) -> str:
-    """``repo+user`` for the bundled names (in that order), else the names as searched."""
+    """``repo+user`` (``repo+team`` …) for the bundled names (in that order), else the names as searched."""
     if set(memories) <= set(MEMORIES):
         return "+".join(m for m in MEMORIES if m in memories)
     return "+".join(memories)
@@ -165,8 +170,9 @@ def _keys(counter: Counter, vocabulary: tuple) -> tuple:
 def render(c: Counts) -> str:
     """The counts as Markdown (the text placed between the README markers)."""
     n, q = c.entries, c.queries
+    others = "".join(f", {c.text_lang[lang]} in {LANGUAGE_NAMES[lang]}" for lang in MORE_LANGS if c.text_lang[lang])
     out = [
-        f"**{n} entries** ({c.state['inactive']} inactive, {c.chinese} in Chinese, "
+        f"**{n} entries** ({c.state['inactive']} inactive, {c.chinese} in Chinese{others}, "
         f"{c.with_history} with history) and **{q} queries** ({c.positive} with judgements, "
         f"{q - c.positive} with an empty ideal answer; {c.judgements} judgements).",
         "",
@@ -178,6 +184,7 @@ def render(c: Counts) -> str:
     rows += [(f"kind `{k}`", c.kind[k], _pct(c.kind[k], n)) for k in KINDS]
     rows += [(f"state `{s}`", c.state[s], _pct(c.state[s], n)) for s in STATES]
     rows += [("Chinese text", c.chinese, _pct(c.chinese, n))]
+    rows += [(f"{LANGUAGE_NAMES[lang]} text", c.text_lang[lang], _pct(c.text_lang[lang], n)) for lang in MORE_LANGS]
     rows += [("with history", c.with_history, _pct(c.with_history, n))]
     rows += [("**total**", n, _pct(n, n))]
     out += _table(("entries", "count", "share"), rows)

@@ -18,6 +18,7 @@ from powercontext.eval.datasets import (
     DatasetError,
     discover,
     is_chinese,
+    language,
     load,
     validate,
 )
@@ -50,8 +51,8 @@ def test_every_tag_is_split_about_half_and_half(path: Path) -> None:
 def test_totals_over_all_corpora_meet_the_targets() -> None:
     assert sorted(p.name for p in BUNDLED) == sorted(EXPECTED)
     totals = datasheet.totals(DATASETS)
-    assert totals.corpora == 3
-    assert datasheet.shortfalls(totals, corpora=3) == []
+    assert totals.corpora == len(EXPECTED)
+    assert datasheet.shortfalls(totals, corpora=len(EXPECTED)) == []
 
 
 # --- small corpora written to tmp_path ---------------------------------------------------
@@ -119,6 +120,13 @@ def test_a_valid_corpus_loads_into_frozen_records(tmp_path: Path) -> None:
 
 def test_is_chinese_needs_an_ideograph() -> None:
     assert is_chinese("用 uv sync") and not is_chinese("uv sync — “quoted”")
+
+
+def test_language_is_told_by_script_and_code_switching_keeps_it() -> None:
+    assert language("make itest 之前要先起 NATS") == "zh"
+    assert language("ap-tokyo の NATS クラスタは 3 ノード構成") == "ja"  # kana makes ideographs Japanese
+    assert language("Конфиг ltnctl лежит в ~/.config/ltnctl") == "ru"
+    assert language("relayd listens on 8088") == "en"
 
 
 def test_dataset_error_is_a_typed_value_error(tmp_path: Path) -> None:
@@ -249,8 +257,8 @@ STYLE = [
      "memories.jsonl:5: id 'abc-0005' does not use the corpus prefix 'tst'"),
     ("kind not spelt out", _replace(GOOD_MEMORIES, 0, _without(GOOD_MEMORIES[0], "kind")), GOOD_QUERIES, GOOD_QRELS,
      "memories.jsonl:1: no 'kind' field"),
-    ("memory name", GOOD_MEMORIES + [_entry("tst-0005", memory="team")], GOOD_QUERIES, GOOD_QRELS,
-     "memories.jsonl:5: unknown memory name 'team'"),
+    ("memory name", GOOD_MEMORIES + [_entry("tst-0005", memory="notes")], GOOD_QUERIES, GOOD_QRELS,
+     "memories.jsonl:5: unknown memory name 'notes'"),
     ("source name", _replace(GOOD_MEMORIES, 0, {**GOOD_MEMORIES[0], "sources": ["README.md"]}), GOOD_QUERIES,
      GOOD_QRELS, "memories.jsonl:1: source 'README.md' is not"),
     ("empty line", GOOD_MEMORIES + [""], GOOD_QUERIES, GOOD_QRELS, "memories.jsonl:5: empty line"),
@@ -263,6 +271,18 @@ STYLE = [
      "queries.jsonl:2: tags must be a non-empty list"),
     ("zh without Chinese", GOOD_MEMORIES, _replace(GOOD_QUERIES, 1, _query("tst-q002", ["negative"], lang="zh")),
      GOOD_QRELS, "queries.jsonl:2: lang 'zh' but the text has no Chinese characters"),
+    ("ja that reads as Chinese", GOOD_MEMORIES,
+     _replace(GOOD_QUERIES, 1, {**_query("tst-q002", ["negative"], lang="ja"), "text": "本地端口是多少？"}),
+     GOOD_QRELS, "queries.jsonl:2: lang 'ja' but the text has no Japanese characters (it reads as 'zh')"),
+    ("en with Cyrillic", GOOD_MEMORIES,
+     _replace(GOOD_QUERIES, 1, {**_query("tst-q002", ["negative"]), "text": "Где лежат ранбуки?"}),
+     GOOD_QRELS, "queries.jsonl:2: lang 'en' but the text contains Russian characters"),
+    ("near miss with judgements", GOOD_MEMORIES, _replace(GOOD_QUERIES, 1, _query("tst-q002", ["near-miss"])),
+     GOOD_QRELS + ["tst-q002 0 tst-0001 1"],
+     "queries.jsonl:2: query 'tst-q002' is tagged near-miss but has 1 judgement(s)"),
+    ("cross-lingual in one language", GOOD_MEMORIES,
+     _replace(GOOD_QUERIES, 4, {**GOOD_QUERIES[4], "tags": ["cross-lingual"]}), GOOD_QRELS,
+     "queries.jsonl:5: tagged cross-lingual but every grade-3 answer is in the query's language"),
     ("qrels non-zero iteration", GOOD_MEMORIES, GOOD_QUERIES, GOOD_QRELS + ["tst-q001 1 tst-0004 3"],
      "qrels.trec:5: iteration column '1' is not 0"),
     ("grade out of range", GOOD_MEMORIES, GOOD_QUERIES, GOOD_QRELS + ["tst-q001 0 tst-0004 4"],
@@ -355,7 +375,7 @@ def test_all_problems_are_listed_in_one_error(tmp_path: Path) -> None:
     assert f"{len(expected)} problem(s)" in message and all(p in message for p in found)
     bundled = problems(tmp_path / "tst", style="bundled")
     assert "queries.jsonl:1: unknown tag 'lexcal' (expected one of lexical, paraphrase, cjk, cross-lingual, multi, " \
-           "negative, forgotten, stale, hard-negative)" in bundled
+           "negative, forgotten, stale, hard-negative, near-miss)" in bundled
     assert any(p.startswith("queries.jsonl:3: query 'tst-q003' has no grade-3") for p in bundled)
 
 
