@@ -431,7 +431,7 @@ class PcMem(Magics):
     @magic_arguments()
     @subcommand("eval")
     @argument("--dataset", required=True, metavar="PATH",
-              help="a corpus folder, or a bundled corpus by name (atlas-etl, harbor-web, tidewater-cli)")
+              help="a corpus folder, or a bundled corpus by name (atlas-etl, harbor-web, lantern-relay, tidewater-cli)")
     @argument("--backends", default="sqlite", help="comma separated: sqlite,oceanbase")
     @argument("--no-progress", action="store_true", help="no progress bars (they go to stderr)")
     @output

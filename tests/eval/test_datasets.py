@@ -25,7 +25,7 @@ from powercontext.eval.datasets import (
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 BUNDLED = discover(DATASETS)
-EXPECTED = ("atlas-etl", "harbor-web", "tidewater-cli")
+EXPECTED = ("atlas-etl", "harbor-web", "lantern-relay", "tidewater-cli")
 
 
 # --- the bundled corpora -----------------------------------------------------------------

@@ -51,7 +51,7 @@ CASES = [
     ('%pcmem search "make test" --limit -3', "invalid request: limit must be an integer in 1..1000"),
     ("%%pcmem search\nmake test", "%%pcmem search has no cell form (only %%pcmem remember, %%pcmem runtime have one)"),
     # from the test's temporary directory: the README's relative path is not there, bare names are offered
-    ("%pcmem eval --dataset datasets/atlas-etl", "bundled corpora by name: atlas-etl, harbor-web, tidewater-cli"),
+    ("%pcmem eval --dataset datasets/atlas-etl", "bundled corpora by name: atlas-etl, harbor-web, lantern-relay, tidewater-cli"),
     ("%pcmem eval --dataset no-such-corpus", "eval: no-such-corpus: no such dataset folder"),
     ("%pcmem use {mid}@1", "`%pcmem use` takes a Memory, not a Revision: drop @1"),
     ('%pcmem remember --new --memory {mid} "text"', "--new creates a Memory"),
