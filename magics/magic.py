@@ -154,7 +154,7 @@ class PcMem(Magics):
     @argument("--seekdb", nargs="?", const="", default=None, metavar="DIR",
               help="start (or attach to) a local seekdb server on DIR and open --database on it")
     @argument("--database", default=None, help="database name on the --seekdb server (default PcMem.database)")
-    @argument("--embedding", default=None, help="embedding model, e.g. minilm (enables vector/hybrid search)")
+    @argument("--embedding", default=None, help="embedding model: minilm, e5 or a sentence-transformers folder (enables vector/hybrid search)")
     @argument("-o", "--output", metavar="NAME", help="store the opened MemoryService as NAME")
     def _open(self, args, cell):
         """Open a Memory database (closing the one open before)."""

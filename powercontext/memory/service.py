@@ -93,7 +93,9 @@ class MemoryService(MemorySearch):
         self.sources = SourceStore(backend)
         self.pipeline = DefaultCandidatePipeline(sources=self.sources) if pipeline == "default" else pipeline
         self.ids = ids or IdMinter()
-        self.policy = policy or AdmissionPolicy()
+        # each embedding model has its own default: thresholds tuned for one model's
+        # cosines admit all or nothing under another's
+        self.policy = policy or AdmissionPolicy.default_for(backend.embedding_profile)
 
     # ------------------------------------------------------------------ reads
 
@@ -383,7 +385,8 @@ class MemoryService(MemorySearch):
             loaded = await self.backend.load_versions(base.ref, reactivated)
             texts.update({v.entry_version_id: v.text for v in loaded.values()})
         try:
-            vectors = await embed_checked(self.embedding, [texts[i.entry_version_id] for i in entering], self.backend.embedding_profile)
+            vectors = await embed_checked(self.embedding, [texts[i.entry_version_id] for i in entering],
+                                          self.backend.embedding_profile, role="document")
         except EmbeddingUnavailableError as exc:
             log.warning("embedding model unavailable; committing full-text only (%s)", exc)
             return {}
@@ -421,7 +424,8 @@ class MemoryService(MemorySearch):
             active = await self.entries(ref)
             vectors = {}
             if self.embedding is not None and self.backend.embedding_profile is not None and active:
-                values = await embed_checked(self.embedding, [e.text for e in active], self.backend.embedding_profile)
+                values = await embed_checked(self.embedding, [e.text for e in active], self.backend.embedding_profile,
+                                             role="document")
                 vectors = {
                     e.entry_version_id: (self.backend.expected_embedding_hash(e.entry_content_hash), v)
                     for e, v in zip(active, values)

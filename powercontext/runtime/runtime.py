@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import opening
-from ..embedding import resolve as resolve_embedding
+from ..profiles import resolve as resolve_embedding
 from ..errors import BackendUnavailableError, InvalidRuntimeRequestError, PowerContextError
 from ..memory.service import MemoryService
 from .ids import bind_minter

@@ -8,6 +8,7 @@ when more rows match than it holds (backends/retrieval.fts_pool). Stop words can
 because Analyzer v1 drops OceanBase's built-in stop list on both databases.
 """
 
+import itertools
 import uuid
 
 import pytest
@@ -80,26 +81,27 @@ async def test_same_admitted_fts_sets(both):
             assert a.hits == b.hits
 
 
-async def test_same_admitted_vector_and_hybrid_sets_with_the_real_model(tmp_path, oceanbase_url, minilm):
+async def test_same_admitted_vector_and_hybrid_sets_with_each_real_model(tmp_path, oceanbase_url, profile_model):
+    """Per embedding profile: LOW (a lenient raw-cosine floor) and the profile's own default."""
     from .test_vectors import DOCS, LOW, PARAPHRASES
 
     database = "pc_vparity_" + uuid.uuid4().hex[:12]
-    sqlite = await pc.open(str(tmp_path / "vparity.db"), embedding=minilm, ids=SequentialIds())
-    ocean = await pc.open(database_url(oceanbase_url, database), embedding=minilm, ids=SequentialIds())
+    sqlite = await pc.open(str(tmp_path / "vparity.db"), embedding=profile_model, ids=SequentialIds())
+    ocean = await pc.open(database_url(oceanbase_url, database), embedding=profile_model, ids=SequentialIds())
     try:
         heads = []
         for svc in (sqlite, ocean):
             heads.append(await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", d) for d in DOCS)))
         assert heads[0].content_hash == heads[1].content_hash
-        queries = [q for q, _ in PARAPHRASES] + ["install javascript dependencies", "Sunday staging data"]
-        for query in queries:
-            for mode in ("vector", "hybrid"):
-                a = await sqlite.search(query, memories=(heads[0],), mode=mode, policy=LOW, explain=True)
-                b = await ocean.search(query, memories=(heads[1],), mode=mode, policy=LOW, explain=True)
-                assert {h.entry_id for h in a} == {h.entry_id for h in b}, (query, mode)
-                cos = lambda r: {d.candidate.entry_id: d.candidate.cosine for d in r.decisions if d.candidate.channel == "vector"}  # noqa: E731
-                ca, cb = cos(a), cos(b)
-                assert ca.keys() == cb.keys() and all(abs(ca[k] - cb[k]) < 1e-4 for k in ca), (query, mode)
+        queries = [q for q, _ in PARAPHRASES] + ["install javascript dependencies", "Sunday staging data",
+                                                 "周日 预发布 环境 数据"]
+        for query, mode, policy in itertools.product(queries, ("vector", "hybrid"), (LOW, sqlite.policy)):
+            a = await sqlite.search(query, memories=(heads[0],), mode=mode, policy=policy, explain=True)
+            b = await ocean.search(query, memories=(heads[1],), mode=mode, policy=policy, explain=True)
+            assert {h.entry_id for h in a} == {h.entry_id for h in b}, (query, mode)
+            cos = lambda r: {d.candidate.entry_id: d.candidate.cosine for d in r.decisions if d.candidate.channel == "vector"}  # noqa: E731
+            ca, cb = cos(a), cos(b)
+            assert ca.keys() == cb.keys() and all(abs(ca[k] - cb[k]) < 1e-4 for k in ca), (query, mode)
     finally:
         await sqlite.close()
         await ocean.close()

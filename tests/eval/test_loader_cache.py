@@ -86,9 +86,9 @@ def test_cache_files_are_keyed_by_the_whole_profile(tmp_path):
 async def test_a_service_on_the_cache_embeds_nothing_twice_across_backends(open_service, tiny, tmp_path):
     model = CountingModel()
     cache = CachingEmbedding(model, tmp_path)
-    from powercontext.eval.collect import corpus_texts
+    from powercontext.eval.collect import corpus_queries, corpus_texts
 
-    await cache.prefetch(corpus_texts([tiny]))
+    await cache.prefetch(corpus_texts([tiny]), queries=corpus_queries([tiny]))
     embedded = model.texts
     for _ in range(2):  # the same corpus into two fresh databases
         svc = await open_service(embedding=cache, ids=SequentialIds("tny"))
@@ -96,4 +96,4 @@ async def test_a_service_on_the_cache_embeds_nothing_twice_across_backends(open_
         for q in tiny.queries:
             await svc.search(q.text, loaded.refs(q.memories), mode="hybrid")
     assert model.texts == embedded  # every entry text and query was served from the cache
-    assert embedded == len(corpus_texts([tiny]))
+    assert embedded == len(corpus_texts([tiny])) + len(corpus_queries([tiny]))
