@@ -99,6 +99,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--modes", type=_names("mode", MODES), default=None,
                    help="comma-separated: fts,vector,hybrid (default: every mode the installed model allows)")
     p.add_argument("--seekdb-dir", default=None, help="base dir of the seekdb the harness starts (default ~/.cache/powercontext/seekdb)")
+    p.add_argument("--embeddings", type=_csv_list(str), default=("minilm",), metavar="MODELS",
+                   help="embedding model(s) of the vector modes: minilm, e5 or a sentence-transformers folder; "
+                        "several (e.g. minilm,e5) sweep once per model and compare them (sweep only; default minilm)")
+    p.add_argument("--embedding-scripts", type=_csv_list(str), default=None, metavar="SCRIPTS",
+                   help="the scripts a model FOLDER reads (latin,cjk,other); default: every script counts as covered")
     p.add_argument("--embedding-cache", default=None, help="embedding cache dir (default ~/.cache/powercontext/embeddings)")
     p.add_argument("--keep-databases", action="store_true", help="keep the OceanBase databases after the run")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
@@ -127,13 +132,14 @@ def _sweep_options(s: argparse.ArgumentParser) -> None:
     s.add_argument("--metric", default="ndcg@10", help="objective metric (default ndcg@10)")
     s.add_argument("--terms", type=_csv_list(int), default=_DEFAULT_GRID.fts_min_terms, help="fts_min_terms grid")
     s.add_argument("--coverages", type=_csv_list(float), default=_DEFAULT_GRID.fts_min_coverage, help="fts_min_coverage grid")
-    s.add_argument("--cosines", type=_csv_list(float), default=_DEFAULT_GRID.vector_min_cosine, help="vector_min_cosine grid")
+    s.add_argument("--cosines", type=_csv_list(float), default=None,
+                   help="vector_min_cosine grid (default: derived from the run's own cosines, per embedding model)")
     s.add_argument("--limits", type=_csv_list(int), default=_DEFAULT_GRID.limits, help="limit grid")
     s.add_argument("--families", type=_csv_list(str), default=_DEFAULT_GRID.families,
                    help="admission families to sweep, e.g. floors,centred+cross-script+coverage (default: "
                         + ",".join(_DEFAULT_GRID.families) + ")")
-    s.add_argument("--centred", type=_csv_list(float), default=_DEFAULT_GRID.vector_min_centred,
-                   help="vector_min_centred grid of the centred families")
+    s.add_argument("--centred", type=_csv_list(float), default=None,
+                   help="vector_min_centred grid of the centred families (default: derived from the run's own values)")
     s.add_argument("--cross-script", type=_csv_list(int), default=_DEFAULT_GRID.cross_script_min_terms,
                    help="cross_script_min_terms grid of the +cross-script families")
     s.add_argument("--folds", type=_folds, default="auto",
@@ -256,6 +262,18 @@ def footer(result, started: float) -> str:
     return "\n".join(lines)
 
 
+def _embeddings(args) -> list:
+    """The models of ``--embeddings``: names as given (bundled names, folders), or
+    folder models built with ``--embedding-scripts`` when it is set."""
+    from powercontext.bundled import bundled_name
+    from powercontext.profiles import local_model
+
+    names = list(args.embeddings or ("minilm",))
+    if not args.embedding_scripts:
+        return names
+    return [n if bundled_name(n) is not None else local_model(n, args.embedding_scripts) for n in names]
+
+
 def _datasets(args) -> list[Path] | str:
     if args.all and args.dataset:
         raise SystemExit("error: give --all or --dataset, not both")
@@ -286,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         backends = args.backends or (("sqlite", "oceanbase") if args.all else ("sqlite",))
         options = dict(seekdb_dir=args.seekdb_dir, embedding_cache=args.embedding_cache,
                        keep_databases=args.keep_databases, style=args.style)
+        embeddings = _embeddings(args)
+        if len(embeddings) > 1 and args.command != "sweep":
+            raise EvalError(f"{args.command}: one embedding model at a time (--embeddings compares models in sweep)")
+        if len(embeddings) == 1:
+            options["embedding"] = embeddings[0]
         if args.command != "analyzers":
             options["analyzer"] = args.analyzer
         if args.command in ("sweep", "analyzers"):
@@ -293,8 +316,8 @@ def main(argv: list[str] | None = None) -> int:
             from .report import format_summary
 
             try:
-                grid = Grid(tuple(args.terms), tuple(args.coverages), tuple(args.cosines), tuple(args.limits),
-                            families=tuple(args.families), vector_min_centred=tuple(args.centred),
+                grid = Grid(tuple(args.terms), tuple(args.coverages), args.cosines, tuple(args.limits),
+                            families=tuple(args.families), vector_min_centred=args.centred,
                             cross_script_min_terms=tuple(args.cross_script))
             except ValueError as exc:
                 raise EvalError(str(exc)) from exc
@@ -311,6 +334,22 @@ def main(argv: list[str] | None = None) -> int:
                 print(side.format_table(table, args.analyzers))
                 out = Path(next(iter(results.values())).out).parent
                 print(f"side by side: {(out / 'analyzers.md').resolve()}")
+                print(footer(next(iter(results.values())), started))
+                return 0
+            if len(embeddings) > 1:
+                from . import embeddings as side
+
+                tables, results = harness.compare_embeddings(
+                    datasets, embeddings, out=args.out, backends=backends, modes=args.modes, grid=grid,
+                    objective=objective, progress=not args.no_progress, reuse=args.reuse, folds=args.folds,
+                    seed=args.seed, **options)
+                names = list(results)
+                for name, result in results.items():
+                    print(f"\n== {name} ({result.collected.profile_id})")
+                    print(format_summary(result))
+                print("\n" + side.format_table(tables["side_by_side"], names))
+                out = Path(next(iter(results.values())).out).parent
+                print(f"side by side: {(out / 'embeddings.md').resolve()}")
                 print(footer(next(iter(results.values())), started))
                 return 0
             result = harness.sweep(datasets, backends=backends, modes=args.modes, out=args.out, grid=grid,

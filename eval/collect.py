@@ -25,6 +25,7 @@ from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from .databases import Databases, EvalError
 from .datasets import Corpus, load
+from .embedcache import profile_key
 from .loader import load_corpus, text_sequence
 from .progress import bar
 from .retrieval import read_cache, retrieve_corpus, write_cache
@@ -33,7 +34,8 @@ from .sweep import INITIAL
 __all__ = ["Collected", "collect", "query_table", "vector_modes"]
 
 VECTOR_MODES = ("vector", "hybrid")
-CACHE_VERSION = 6  # 4: the admission families' signals are cached; 6: the full-text pool order (pool_rank)
+CACHE_VERSION = 7  # 4: the admission families' signals are cached; 6: the full-text pool order (pool_rank);
+# 7: questions embedded in the query role
 SPOT_POLICIES = {"initial": INITIAL, "no-admission": NO_ADMISSION}
 SPOT_LIMIT = 8
 
@@ -58,6 +60,12 @@ class Collected:
     stages: pd.DataFrame = field(default_factory=pd.DataFrame)  # stage, backend, seconds (wall time)
     server_peak_mib: float | None = None  # peak RSS of the seekdb server the run started (None: none started)
     analyzer: str = ANALYZER_VERSION  # the analyzer every database of the run was created with
+    profile_id: str | None = None  # the embedding profile of the run's vectors (None: full text only)
+
+    @property
+    def default_policy(self) -> AdmissionPolicy:
+        """The library's shipped default for this run's embedding profile."""
+        return AdmissionPolicy.default_for(self.profile_id)
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -105,23 +113,26 @@ def id_tag(corpus: Corpus) -> str:
 
 
 def _model(embedding: Any, cache_dir: Any):
-    from powercontext.embedding import resolve
+    from powercontext.profiles import resolve
 
     from .embedcache import CachingEmbedding
 
     try:
         model = resolve(embedding or "minilm")
-    except (ValueError, TypeError) as exc:
+    except PowerContextError as exc:
         raise EvalError(str(exc)) from exc
     return model if isinstance(model, CachingEmbedding) else CachingEmbedding(model, cache_dir)
 
 
 def corpus_texts(corpora: Sequence[Corpus]) -> list[str]:
-    """Every text the service will embed: each entry text as stored (NFC, stripped) and
-    each query as given."""
-    texts = {nfc(t).strip() for c in corpora for e in c.memories for t in text_sequence(e)}
-    texts |= {q.text for c in corpora for q in c.queries}
-    return sorted(texts)
+    """Every text the service will embed as a document: each entry text as stored
+    (NFC, stripped)."""
+    return sorted({nfc(t).strip() for c in corpora for e in c.memories for t in text_sequence(e)})
+
+
+def corpus_queries(corpora: Sequence[Corpus]) -> list[str]:
+    """Every question the service will embed as a query, as given."""
+    return sorted({q.text for c in corpora for q in c.queries})
 
 
 def _exact_top(corpus: Corpus, model, depth: int) -> list[dict]:
@@ -131,7 +142,7 @@ def _exact_top(corpus: Corpus, model, depth: int) -> list[dict]:
     memory = np.array([e.memory for e in active])
     rows = []
     for q in corpus.queries:
-        sims = matrix @ model.vector(q.text).astype(np.float64)
+        sims = matrix @ model.vector(q.text, "query").astype(np.float64)
         sims = np.where(np.isin(memory, q.memories), sims, -np.inf)
         order = np.argsort(-sims, kind="stable")[: min(depth, int(np.isfinite(sims).sum()))]
         rows.append(dict(corpus=corpus.name, query_id=q.id, exact=tuple(active[i].id for i in order),
@@ -170,33 +181,34 @@ async def collect(
     corpora = [load(p, style=style, split_seed=split_seed) for p in datasets]
     check_distinct(corpora)
     stages.append(dict(stage="validate", backend="", seconds=time.perf_counter() - clock))
+    model = _model(embedding, embedding_cache) if vector_modes(modes) else None
+    profile_id = None if model is None else model.profile.profile_id
     fingerprint = dict(version=CACHE_VERSION, corpora={c.name: _digest(c) for c in corpora}, backends=list(backends),
                        modes=list(modes), max_limit=max_limit, spot=spot_queries, split_seed=split_seed,
-                       analyzer=analyzer)
+                       analyzer=analyzer, embedding=None if model is None else profile_key(model.profile))
     if reuse:
         cached = read_cache(out)
         if cached is not None and cached[2].get("fingerprint") == fingerprint:
             candidates, retrievals, meta = cached
             return Collected(corpora, tuple(backends), tuple(modes), max_limit, candidates, retrievals,
                              query_table(corpora), meta["loads"], meta["exact"], meta["embedding"], meta["spot"],
-                             meta.get("stages", pd.DataFrame()), analyzer=analyzer)
+                             meta.get("stages", pd.DataFrame()), analyzer=analyzer, profile_id=profile_id)
 
-    model = None
     embedding_stats: dict = {}
     exact_rows: list[dict] = []
-    if vector_modes(modes):
+    if model is not None:
         start = time.perf_counter()
-        model = _model(embedding, embedding_cache)
-        texts = corpus_texts(corpora)
-        todo = sum(t not in model for t in texts)
+        texts, questions = corpus_texts(corpora), corpus_queries(corpora)
+        todo = len(model.missing(texts)) + len(model.missing(questions, "query"))
         try:
             # No bar at all when every text is cached: a 0-text bar only looks like a stall.
             with bar(progress and todo > 0, desc="embed", unit="text", total=todo, leave=False) as embed_bar:
-                n = await model.prefetch(texts, progress=embed_bar if todo else None)
+                n = await model.prefetch(texts, progress=embed_bar if todo else None, queries=questions)
         except EmbeddingUnavailableError as exc:
             raise EvalError(f"the embedding model is unavailable: {exc}. Install it (pip install "
                             "'powercontext[embed]') or run with --modes fts") from exc
-        embedding_stats = dict(profile=model.profile.profile_id, texts=len(texts), embedded=n,
+        embedding_stats = dict(profile=model.profile.profile_id, model=model.name, texts=len(texts) + len(questions),
+                               embedded=n,
                                seconds=time.perf_counter() - start, model_seconds=model.embed_seconds,
                                cache=str(model.path))
         for c in corpora:
@@ -250,7 +262,7 @@ async def collect(
     write_cache(out, cand_df, retr_df, dict(fingerprint=fingerprint, loads=loads_df, exact=exact_df,
                                             embedding=embedding_stats, spot=spot_df, stages=stages_df))
     return Collected(corpora, tuple(backends), tuple(modes), max_limit, cand_df, retr_df, query_table(corpora),
-                     loads_df, exact_df, embedding_stats, spot_df, stages_df, server_peak, analyzer)
+                     loads_df, exact_df, embedding_stats, spot_df, stages_df, server_peak, analyzer, profile_id)
 
 
 def hit_key(hit) -> tuple:

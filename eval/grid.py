@@ -94,19 +94,33 @@ def _mode_aware(family: str) -> bool:
     return family != "floors"
 
 
+#: The vector axes a grid uses when nothing derived them from a run's candidates
+#: (``Grid.resolved``): where all-MiniLM-L6-v2's cosines and centred cosines decide.
+FALLBACK_COSINES = (-1.0, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
+FALLBACK_CENTRED = tuple(float(x) for x in np.round(np.arange(0.13, 0.50, 0.02), 2))
+#: Quantiles of a vector signal over the candidates a search at the largest limit
+#: could admit: the thresholds a derived axis tries.
+AXIS_QUANTILES = tuple(np.round(np.arange(0.02, 0.99, 0.04), 2))
+
+
 @dataclass(frozen=True)
 class Grid:
     """The policy grid of a sweep: for each family of ``families``, every combination
     of the thresholds the family and the mode read; every mode sweeps ``limits``. The
-    initial constants and NO_ADMISSION are always on the ``floors`` axes."""
+    initial constants and NO_ADMISSION are always on the ``floors`` axes.
+
+    ``vector_min_cosine`` / ``vector_min_centred`` None (the default): derived from the
+    run's own candidates by ``resolved`` (``harness.analyse`` does it), because each
+    embedding model puts its cosines on its own scale — all-MiniLM-L6-v2's related
+    pairs score 0.3–0.7, E5's crowd into 0.75–0.95 — and a fixed axis tuned for one
+    never reaches the other's decisions. Unresolved, they are MiniLM's fixed axes."""
 
     fts_min_terms: tuple[int, ...] = (1, 2, 3, 4)
     fts_min_coverage: tuple[float, ...] = (0.0, 0.1, 0.2, 0.25, 0.3, 0.34, 0.4, 0.5, 0.6, 0.67, 0.75, 1.0)
-    vector_min_cosine: tuple[float, ...] = (-1.0, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5,
-                                            0.55, 0.6, 0.65, 0.7)
+    vector_min_cosine: tuple[float, ...] | None = None
     limits: tuple[int, ...] = (1, 3, 5, 8, 10)
     families: tuple[str, ...] = DEFAULT_FAMILIES
-    vector_min_centred: tuple[float, ...] = tuple(float(x) for x in np.round(np.arange(0.13, 0.50, 0.02), 2))
+    vector_min_centred: tuple[float, ...] | None = None
     cross_script_min_terms: tuple[int, ...] = (2,)
     gate_min: tuple[float, ...] = (0.16, 0.22, 0.28)
 
@@ -114,11 +128,48 @@ class Grid:
         for family in self.families:
             _parts(family)
 
+    @property
+    def cosines(self) -> tuple[float, ...]:
+        return FALLBACK_COSINES if self.vector_min_cosine is None else tuple(self.vector_min_cosine)
+
+    @property
+    def centred(self) -> tuple[float, ...]:
+        return FALLBACK_CENTRED if self.vector_min_centred is None else tuple(self.vector_min_centred)
+
+    def resolved(self, candidates: Any, default: AdmissionPolicy | None = None) -> "Grid":
+        """This grid with each vector axis left None derived from ``candidates`` (a
+        run's candidate table): the ``AXIS_QUANTILES`` of the signal over the vector
+        candidates within the largest limit, rounded to 0.01, plus ``default``'s
+        threshold (so the shipped default is always a grid point); the cosine axis
+        also keeps −1 (no floor). Axes given explicitly are kept as they are."""
+        if self.vector_min_cosine is not None and self.vector_min_centred is not None:
+            return self
+        vec = candidates[(candidates["channel"] == "vector")] if len(candidates) else candidates
+        if "rank" in getattr(vec, "columns", ()):
+            vec = vec[vec["rank"] <= self.max_limit]
+        changes: dict[str, tuple[float, ...]] = {}
+        for name, column, fallback, extra in (
+                ("vector_min_cosine", "cosine", FALLBACK_COSINES, (-1.0,)),
+                ("vector_min_centred", "centred", FALLBACK_CENTRED, ())):
+            if getattr(self, name) is not None:
+                continue
+            values = vec[column].dropna().to_numpy(float) if column in getattr(vec, "columns", ()) else np.array([])
+            if len(values) < 10:
+                changes[name] = fallback
+                continue
+            axis = set(np.round(np.quantile(values, AXIS_QUANTILES), 2).tolist()) | set(extra)
+            if default is not None:
+                own = getattr(default, name)
+                if own is not None and own > -1.0:
+                    axis.add(float(own))
+            changes[name] = tuple(sorted(float(x) for x in axis))
+        return replace(self, **changes)
+
     def _axes(self) -> tuple[list[int], list[float], list[float]]:
         named = NAMED_POLICIES.values()
         terms = sorted(set(self.fts_min_terms) | {p.fts_min_terms for p in named})
         cov = sorted(set(self.fts_min_coverage) | {p.fts_min_coverage for p in named})
-        cos = sorted(set(self.vector_min_cosine) | {p.vector_min_cosine for p in named})
+        cos = sorted(set(self.cosines) | {p.vector_min_cosine for p in named})
         return terms, cov, cos
 
     def family_policies(self, family: str, mode: str) -> list[AdmissionPolicy]:
@@ -133,7 +184,7 @@ class Grid:
         xs = self.cross_script_min_terms if "cross-script" in parts else (None,)
         gates = self.gate_min if "gate" in parts else (None,)
         if base_name == "centred":
-            vector = [dict(vector_min_centred=z, gate_min=g) for z in self.vector_min_centred for g in gates
+            vector = [dict(vector_min_centred=z, gate_min=g) for z in self.centred for g in gates
                       if g is None or g <= z]
         else:
             vector = [dict(vector_min_cosine=x, gate_min=g) for x in cos for g in gates]
@@ -160,9 +211,10 @@ class Grid:
     def max_limit(self) -> int:
         return max(self.limits)
 
-    def as_dict(self) -> dict[str, list]:
-        """The grid as JSON-ready lists (``Grid(**{k: tuple(v) ...})`` rebuilds it)."""
-        return {f.name: list(getattr(self, f.name)) for f in fields(self)}
+    def as_dict(self) -> dict[str, list | None]:
+        """The grid as JSON-ready lists (``Grid(**{k: tuple(v) ...})`` rebuilds it);
+        an axis still to be derived is None."""
+        return {f.name: None if getattr(self, f.name) is None else list(getattr(self, f.name)) for f in fields(self)}
 
 
 def point_values(policy: AdmissionPolicy, mode: str, limit: int) -> dict[str, Any]:

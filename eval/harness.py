@@ -57,8 +57,9 @@ from .transfer import leave_one_out
 from .tables import abstention_frame, breakdown_frame, per_query_table, stats_frame, summary_frame
 
 __all__ = [
-    "SweepResult", "acompare_analyzers", "afit", "analyse", "arun", "asummary", "asweep", "available_modes",
-    "compare_analyzers", "fit", "resolve_datasets", "run", "summary", "sweep",
+    "SweepResult", "acompare_analyzers", "acompare_embeddings", "afit", "analyse", "arun", "asummary", "asweep",
+    "available_modes", "compare_analyzers", "compare_embeddings", "fit", "profile_names", "resolve_datasets", "run",
+    "summary", "sweep",
 ]
 
 def available_modes() -> tuple[str, ...]:
@@ -249,9 +250,10 @@ def cross_backend(collected: Collected, per_query: pd.DataFrame) -> tuple[dict[s
     if not {"sqlite", "oceanbase"} <= set(collected.backends):
         recall = vector_recall(collected.candidates, collected.exact)
         return {"vector_recall": recall}, explain(pd.DataFrame(columns=["mode", "channel"]), pd.DataFrame(), recall)
-    pool = AdmissionPolicy().pool_size(8)
+    default = collected.default_policy
+    pool = default.pool_size(8)
     pools = pool_agreement(collected.candidates, pool)
-    admitted = admitted_agreement(collected.candidates, AdmissionPolicy(), 8, queries=[
+    admitted = admitted_agreement(collected.candidates, default, 8, queries=[
         (mode, q) for mode in collected.modes for q in collected.queries["query_id"]])
     agreement = hit_agreement(per_query)
     deltas = metric_deltas(per_query)
@@ -299,6 +301,17 @@ def _with_heldout(recommendations: pd.DataFrame, summary: pd.DataFrame, objectiv
     return recs
 
 
+def _tied_to(rec, profile_id: str | None):
+    """A recommendation whose thresholds read the vector channel records the embedding
+    profile they were tuned for (``AdmissionPolicy.profile``): used on another model's
+    database, the policy is refused instead of admitting all or nothing."""
+    from dataclasses import replace
+
+    if profile_id is None or rec.mode == "fts":
+        return rec
+    return replace(rec, policy=rec.policy.with_profile(profile_id))
+
+
 def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Objective(),
             progress: bool = False, folds: int | str | None = "auto", seed: int = DEFAULT_SEED) -> SweepResult:
     """Everything offline: replay the grid, choose, compare. No database is touched.
@@ -310,6 +323,7 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
 
     if objective.limit not in grid.limits:
         grid = replace(grid, limits=tuple(sorted(set(grid.limits) | {objective.limit})))
+    grid = grid.resolved(collected.candidates, collected.default_policy)
     if grid.max_limit > collected.max_limit:
         raise EvalError(f"the grid reaches limit {grid.max_limit} but candidates were retrieved for limit "
                         f"{collected.max_limit}; collect again with max_limit ≥ {grid.max_limit}")
@@ -324,11 +338,13 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     table, sweep_times = sweep_table(replays, queries, grid, progress)
     recs = {mode: choose(table, mode, chooser) for mode in collected.modes}
     recs["joint"] = choose_joint(table, collected.modes, chooser)
+    recs = {mode: _tied_to(rec, collected.profile_id) for mode, rec in recs.items()}
     cv_folds, cv_summary, fold = (_crossvalidated(replays, queries, grid, objective, k, seed, collected.modes, progress)
                                   if k else (pd.DataFrame(), pd.DataFrame(), None))
     recommendations = _with_heldout(pd.DataFrame([r.as_dict() for r in recs.values()]), cv_summary, objective, k)
-    per_query = per_query_table(replays, queries, recs, objective.limit)
-    transfer = leave_one_out(table, replays, queries, objective, seed=seed)
+    default = collected.default_policy
+    per_query = per_query_table(replays, queries, recs, objective.limit, default=default)
+    transfer = leave_one_out(table, replays, queries, objective, seed=seed, default=default)
     qrels = collected.qrels
     cross, notes = cross_backend(collected, per_query)
     spot = spot_check(collected, replays)
@@ -432,6 +448,59 @@ def compare_analyzers(datasets: Any = None, analyzers: Sequence[str] = ("v1", "v
                       **sweep_options: Any) -> tuple[pd.DataFrame, dict]:
     """Sync ``acompare_analyzers``."""
     return _sync(acompare_analyzers(datasets, analyzers, out, **sweep_options))
+
+
+def profile_names(embeddings: Sequence[Any]) -> list[str]:
+    """The run-folder name of each embedding of a comparison: a bundled short name
+    (``minilm``, ``e5``), a model folder's name, or a model object's profile id."""
+    import re
+
+    from powercontext.bundled import bundled_name
+
+    def slug(text: str) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:48] or "model"
+
+    names = []
+    for e in embeddings:
+        if isinstance(e, (str, Path)) and bundled_name(str(e)) is not None:
+            name = bundled_name(str(e))
+        elif isinstance(e, (str, Path)):
+            name = slug(Path(e).expanduser().resolve().name)
+        else:  # a model object: its name (a folder's), else its profile id
+            name = slug(str(getattr(e, "name", None) or getattr(getattr(e, "profile", None), "profile_id", "model")))
+        names.append(name)
+    if len(set(names)) != len(names):
+        raise EvalError(f"compare distinct embedding models, got {names}")
+    return names
+
+
+async def acompare_embeddings(datasets: Any = None, embeddings: Sequence[Any] = ("minilm", "e5"),
+                              out: str | Path | None = None, **sweep_options: Any) -> tuple[dict, dict]:
+    """Sweep the same corpora once per embedding model (run folders ``out/<name>``,
+    one database per backend × model, vectors cached per profile and role) and put
+    them side by side (``embeddings.md``, ``embeddings.csv``, the leave-one-corpus-out
+    winners and a paired test between each pair's chosen policies on the same
+    queries; see ``embeddings``). Returns the tables and each model's SweepResult."""
+    from . import embeddings as side
+    from .report import default_out
+
+    if isinstance(embeddings, (str, Path)) or len(embeddings) < 2:
+        raise EvalError(f"compare at least two embedding models, got {embeddings!r}")
+    names = profile_names(embeddings)
+    if "embedding" in sweep_options:
+        raise EvalError("compare_embeddings takes the models as embeddings=[...], not embedding=")
+    out = Path(out) if out is not None else default_out()
+    results = {}
+    for name, embedding in zip(names, embeddings):
+        results[name] = await asweep(datasets, out=out / name, embedding=embedding, **sweep_options)
+    tables = side.write(results, out, seed=sweep_options.get("seed", DEFAULT_SEED))
+    return tables, results
+
+
+def compare_embeddings(datasets: Any = None, embeddings: Sequence[Any] = ("minilm", "e5"),
+                       out: str | Path | None = None, **sweep_options: Any) -> tuple[dict, dict]:
+    """Sync ``acompare_embeddings``."""
+    return _sync(acompare_embeddings(datasets, embeddings, out, **sweep_options))
 
 
 async def afit(datasets: Any, family: str | Sequence[str] | None = None, backends: Sequence[str] = ("sqlite",),

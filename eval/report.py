@@ -377,7 +377,8 @@ def section_transfer(result: Any) -> Section:
              f"pooled over them, {html.escape(o.constraint)} ≤ {o.bound:g} on every tuning corpus and database) and "
              "replayed on every query of the corpus left out. Cell: held-out nDCG@10 / false admission [95 % paired "
              "bootstrap CI of the nDCG@10 difference to the best family on that corpus]. <code>default (not "
-             "tuned)</code> is the library's <code>AdmissionPolicy()</code>, <code>initial (not tuned)</code> the "
+             f"tuned)</code> is the library's shipped default for this run's embedding profile (<code>"
+             f"AdmissionPolicy.default_for({result.collected.profile_id!r})</code>), <code>initial (not tuned)</code> the "
              "RFC's constants. The default is chosen by this table, not by its in-corpus score: "
              "<code>leave_one_out.csv</code> has every mode and the chosen thresholds.</p>"]
     for mode in [m for m in ("hybrid", "fts", "vector") if m in set(loo["mode"])]:

@@ -25,24 +25,27 @@ SUMMARY_METRICS = ("ndcg@10", "mrr@10", "recall@10", "precision@1", "set_precisi
 CI_METRICS = ("ndcg@10", "false_admission", "set_f1", "empty_answer")
 
 
-def _named(recs: dict[str, Recommendation], mode: str) -> dict[str, AdmissionPolicy]:
+def _named(recs: dict[str, Recommendation], mode: str, default: AdmissionPolicy) -> dict[str, AdmissionPolicy]:
     named = {"recommended": recs[mode].policy}
     if "joint" in recs:
         named["joint"] = recs["joint"].policy
     named["initial"] = INITIAL
-    if AdmissionPolicy() != INITIAL:
-        named["default"] = AdmissionPolicy()
+    if default != INITIAL:
+        named["default"] = default
     named["no-admission"] = NO_ADMISSION
     return named
 
 
-def per_query_table(replays, queries: pd.DataFrame, recs: dict[str, Recommendation], limit: int) -> pd.DataFrame:
+def per_query_table(replays, queries: pd.DataFrame, recs: dict[str, Recommendation], limit: int,
+                    default: AdmissionPolicy | None = None) -> pd.DataFrame:
     """Per-query metrics and ``ranking`` (corpus ids of the hits, in order) of the named
-    policies at ``limit``."""
+    policies at ``limit``; ``default`` is the run's profile's shipped default
+    (``AdmissionPolicy.default_for``; None: ``AdmissionPolicy()``)."""
     frames = []
     meta = queries.reset_index(drop=True)
+    default = default if default is not None else AdmissionPolicy()
     for (backend, mode), replay in replays.items():
-        for name, policy in _named(recs, mode).items():
+        for name, policy in _named(recs, mode, default).items():
             values = replay.evaluate([policy], [limit])
             df = meta.copy()
             df.insert(0, "backend", backend)

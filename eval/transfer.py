@@ -65,12 +65,14 @@ def _paired_ci(a: np.ndarray, b: np.ndarray, rng: np.random.Generator) -> tuple[
 
 
 def leave_one_out(sweep: pd.DataFrame, replays: Mapping, queries: pd.DataFrame, objective: Objective,
-                  modes: Sequence[str] | None = None, seed: int = 0) -> pd.DataFrame:
+                  modes: Sequence[str] | None = None, seed: int = 0,
+                  default: AdmissionPolicy | None = None) -> pd.DataFrame:
     """One row per mode × held-out corpus × backend × family (plus the untuned
-    ``default`` and ``initial``): the policy tuned on the other corpora, its tuning
-    figures, its held-out nDCG@10 / false admission, and the paired bootstrap CI of
-    its nDCG@10 minus the best family's on that corpus. Empty with fewer than two
-    corpora."""
+    ``default`` — the run's profile's shipped one, ``AdmissionPolicy()`` if None — and
+    ``initial``): the policy tuned on the other corpora, its tuning figures, its
+    held-out nDCG@10 / false admission, and the paired bootstrap CI of its nDCG@10
+    minus the best family's on that corpus. Empty with fewer than two corpora."""
+    default = default if default is not None else AdmissionPolicy()
     corpora = sorted(queries["corpus"].unique())
     if len(corpora) < 2 or "family" not in sweep.columns:
         return pd.DataFrame()
@@ -87,7 +89,7 @@ def leave_one_out(sweep: pd.DataFrame, replays: Mapping, queries: pd.DataFrame, 
                 tuned = _tune(sweep, mode, family, others, objective)
                 if tuned is not None:
                     chosen[family] = tuned
-            chosen["default (not tuned)"] = (AdmissionPolicy(), math.nan, math.nan, True)
+            chosen["default (not tuned)"] = (default, math.nan, math.nan, True)
             chosen["initial (not tuned)"] = (INITIAL_POLICY, math.nan, math.nan, True)
             for backend in sorted({b for b, m in replays if m == mode}):
                 replay = replays[(backend, mode)]
