@@ -34,6 +34,7 @@ from pathlib import Path
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from .databases import BACKENDS
+from .metrics import METRIC_NAMES
 from .sweep import INITIAL, MODES, Grid
 
 _DEFAULT_GRID = Grid()
@@ -105,7 +106,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--embedding-scripts", type=_csv_list(str), default=None, metavar="SCRIPTS",
                    help="the scripts a model FOLDER reads (latin,cjk,other); default: every script counts as covered")
     p.add_argument("--embedding-cache", default=None, help="embedding cache dir (default ~/.cache/powercontext/embeddings)")
-    p.add_argument("--keep-databases", action="store_true", help="keep the OceanBase databases after the run")
+    p.add_argument("--keep-databases", action="store_true", help="keep the databases after the run (OceanBase databases; SQLite files in OUT/db)")
     p.add_argument("--no-progress", action="store_true", help="no tqdm progress bars")
     p.add_argument("--style", choices=("any", "bundled"), default="any",
                    help="bundled: also refuse corpora that break the bundled corpora's conventions")
@@ -126,10 +127,16 @@ def _folds(text: str):
 def _sweep_options(s: argparse.ArgumentParser) -> None:
     _common(s)
     s.add_argument("--out", default=None, help="run folder (default results/sweep-<timestamp>)")
-    s.add_argument("--reuse", action="store_true", help="reuse candidates.pkl in --out if it matches (no database)")
+    s.add_argument("--reuse", action="store_true", help="reuse the candidates cache in --out if it matches (no database)")
     s.add_argument("--limit", type=int, default=8, help="limit the recommendation is made at (default 8, the service default)")
     s.add_argument("--max-false-admission", type=float, default=0.30, help="constraint bound on dev (default 0.30)")
     s.add_argument("--metric", default="ndcg@10", help="objective metric (default ndcg@10)")
+    s.add_argument("--metrics", type=_names("metric", METRIC_NAMES), default=None,
+                   help="comma-separated metrics the paired tests compare (default: "
+                        "ndcg@10,mrr@10,recall@10,false_admission,set_f1)")
+    s.add_argument("--run", action="append", default=[], metavar="NAME=PATH", dest="runs",
+                   help="another system's TREC run file for the same queries (corpus entry ids as document ids), "
+                        "scored beside ours as policy external:NAME; repeatable")
     s.add_argument("--terms", type=_csv_list(int), default=_DEFAULT_GRID.fts_min_terms, help="fts_min_terms grid")
     s.add_argument("--coverages", type=_csv_list(float), default=_DEFAULT_GRID.fts_min_coverage, help="fts_min_coverage grid")
     s.add_argument("--cosines", type=_csv_list(float), default=None,
@@ -162,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--policy", type=parse_policy, default=INITIAL,
                    help="initial | none | default | fts_min_terms=…,fts_min_coverage=…,vector_min_cosine=…")
     r.add_argument("--limit", type=int, default=8)
-    r.add_argument("--out", default=None, help="write per_query.csv and summary.csv here")
+    r.add_argument("--out", default=None, help="write per_query and summary here (Parquet; CSV too when small)")
     v = sub.add_parser("validate", help="check corpus folders; list every problem")
     v.add_argument("datasets", nargs="+", metavar="PATH", help="corpus folders")
     v.add_argument("--style", choices=("any", "bundled"), default="any",
@@ -254,8 +261,10 @@ def footer(result, started: float) -> str:
     lines = [f"wall time {time.perf_counter() - started:.1f} s, peak RSS {peak:.0f} MiB (this process)"
              + (f", {server:.0f} MiB (the seekdb server it started)" if server else "")]
     if len(result.stages):
+        from .console import wrap
+
         by = result.stages.assign(name=lambda d: d["stage"] + d["backend"].map(lambda b: f" {b}" if b else ""))
-        lines.append("stages (s): " + ", ".join(f"{n} {t:.1f}" for n, t in zip(by["name"], by["seconds"])))
+        lines += wrap("stages (s): " + ", ".join(f"{n} {t:.1f}" for n, t in zip(by["name"], by["seconds"])), "  ")
     if result.out is not None and (Path(result.out) / "report.html").is_file():
         report = (Path(result.out) / "report.html").resolve()
         lines += [f"report: {report}", report.as_uri()]
@@ -282,6 +291,20 @@ def _datasets(args) -> list[Path] | str:
     from .harness import resolve_datasets
 
     return resolve_datasets(None, args.datasets_root) if args.all else resolve_datasets(args.dataset)
+
+
+def external_runs(options: list[str]) -> dict[str, Path]:
+    """``--run NAME=PATH`` options as name → path (a name given twice is refused)."""
+    from .databases import EvalError
+    from .external import parse_run_option
+
+    runs: dict[str, Path] = {}
+    for text in options:
+        name, path = parse_run_option(text)
+        if name in runs:
+            raise EvalError(f"--run {text}: the name {name!r} is given twice")
+        runs[name] = path
+    return runs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -313,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             options["analyzer"] = args.analyzer
         if args.command in ("sweep", "analyzers"):
             from .recommend import Objective
-            from .report import format_summary
+            from .console import format_summary
 
             try:
                 grid = Grid(tuple(args.terms), tuple(args.coverages), args.cosines, tuple(args.limits),
@@ -330,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                 table, results = harness.compare_analyzers(
                     datasets, analyzers=args.analyzers, backends=backends, modes=args.modes, out=args.out, grid=grid,
                     objective=objective, progress=not args.no_progress, reuse=args.reuse, folds=args.folds,
-                    seed=args.seed, **options)
+                    seed=args.seed, runs=external_runs(args.runs), metrics=args.metrics, **options)
                 print(side.format_table(table, args.analyzers))
                 out = Path(next(iter(results.values())).out).parent
                 print(f"side by side: {(out / 'analyzers.md').resolve()}")
@@ -354,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             result = harness.sweep(datasets, backends=backends, modes=args.modes, out=args.out, grid=grid,
                                    objective=objective, progress=not args.no_progress, reuse=args.reuse,
-                                   folds=args.folds, seed=args.seed, **options)
+                                   folds=args.folds, seed=args.seed, runs=external_runs(args.runs),
+                                   metrics=args.metrics, **options)
             print(format_summary(result))
             print(footer(result, started))
         else:
@@ -365,12 +389,10 @@ def main(argv: list[str] | None = None) -> int:
                     "false_admission", "false_admission_ci", "empty_answer", "hits"]
             print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
             if args.out:
-                from .report import _csv
+                from .results import write_table
 
-                out = Path(args.out)
-                out.mkdir(parents=True, exist_ok=True)
-                _csv(per_query.drop(columns=["text"]), out / "per_query.csv")
-                _csv(summary, out / "summary.csv")
+                write_table(per_query.drop(columns=["text"]), args.out, "per_query")
+                write_table(summary, args.out, "summary")
     except (DatasetError, EvalError, SeekdbStartError, PowerContextError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

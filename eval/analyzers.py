@@ -61,10 +61,9 @@ def format_table(table: pd.DataFrame, analyzers: Sequence[str]) -> str:
 
 
 def write(table: pd.DataFrame, analyzers: Sequence[str], out: Path) -> None:
-    from .report import _csv
+    from .results import write_table
 
-    out.mkdir(parents=True, exist_ok=True)
-    _csv(table, out / "analyzers.csv")
+    write_table(table, out, "analyzers")
     (out / "analyzers.md").write_text(
         f"# Analyzers {' vs '.join(analyzers)}\n\nEach analyzer's run folder is beside this file "
         f"({', '.join(analyzers)}/). Test split unless the run chose by k folds.\n\n"

@@ -64,6 +64,7 @@ class Databases:
         self._server_url = oceanbase_url
         self._server = None  # a SeekdbServer we started
         self._created: list[str] = []
+        self._files: list[Path] = []  # the SQLite databases created
         self.server_peak_mib: float | None = None  # peak RSS of the seekdb we started, read before stopping it
 
     # ------------------------------------------------------------------ oceanbase server
@@ -106,8 +107,8 @@ class Databases:
         if backend == "sqlite":
             path = self.folder / "db" / f"{slug}.sqlite.db"
             path.parent.mkdir(parents=True, exist_ok=True)
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{path}{suffix}").unlink(missing_ok=True)
+            self._remove_sqlite(path)
+            self._files.append(path)
             return str(path)
         if backend == "oceanbase":
             database = f"pc_eval_{slug}_{self.token}"[:64]
@@ -126,14 +127,26 @@ class Databases:
         except BackendUnavailableError as exc:
             raise EvalError(f"cannot open the {backend} database for {corpus}: {exc}") from exc
 
+    @staticmethod
+    def _remove_sqlite(path: Path) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
     def close(self) -> None:
+        """Drop the OceanBase databases and remove the SQLite files of the run (unless
+        ``keep``): the run folder keeps what was measured, not the databases."""
         if not self.keep:
             for database in self._created:
                 try:
                     self._drop(database)
                 except Exception:  # best effort: the server may already be gone
                     pass
+            for path in self._files:
+                self._remove_sqlite(path)
+            if self._files and not any((self.folder / "db").iterdir()):
+                (self.folder / "db").rmdir()
         self._created.clear()
+        self._files.clear()
         if self._server is not None:
             self.server_peak_mib = peak_rss_mib(self._server.pid)
             self._server.stop()

@@ -5,6 +5,7 @@
     result.summary                      # backend × mode × policy × split, ranx metrics + CIs
     result.sweep                        # every grid point, per corpus and split
     harness.summary("datasets/atlas-etl", backends=["sqlite"])   # just the summary table
+    run = harness.load("results/try")   # a run folder read back: run.sweep, run.summary … (Parquet)
     harness.run("datasets/atlas-etl", policy=pc.AdmissionPolicy(fts_min_coverage=0.4))
     harness.analyse(result.collected, grid=Grid(...), objective=Objective(bound=0.3))  # offline re-analysis
     table, runs = harness.compare_analyzers("datasets/atlas-etl", ("v1", "v2"), out="results/analyzers")
@@ -32,7 +33,7 @@ import importlib.util
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -54,12 +55,13 @@ from .splits import DEFAULT_SEED
 from .grid import policy_from_fields
 from .sweep import INITIAL, MODES, Grid, Replay, point_values, policy_label
 from .transfer import leave_one_out
-from .tables import abstention_frame, breakdown_frame, per_query_table, stats_frame, summary_frame
+from .external import external_per_query, external_runs
+from .tables import abstention_frame, breakdown_frame, check_metrics, per_query_table, stats_frame, summary_frame
 
 __all__ = [
     "SweepResult", "acompare_analyzers", "acompare_embeddings", "afit", "analyse", "arun", "asummary", "asweep",
-    "available_modes", "compare_analyzers", "compare_embeddings", "fit", "profile_names", "resolve_datasets", "run",
-    "summary", "sweep",
+    "available_modes", "compare_analyzers", "compare_embeddings", "fit", "load", "profile_names", "resolve_datasets",
+    "run", "summary", "sweep",
 ]
 
 def available_modes() -> tuple[str, ...]:
@@ -90,6 +92,15 @@ def resolve_datasets(datasets: Any = None, root: str | Path = "datasets") -> lis
                             f"memories.jsonl{hint})")
         paths.append(p)
     return paths
+
+
+def load(run: str | Path):
+    """A run folder read back (``results.RunTables``): ``load(run).sweep``,
+    ``.summary``, ``.per_query`` … as DataFrames, ``.info`` from summary.json. What
+    ``ThresholdTuner`` takes as well as a live SweepResult."""
+    from .results import load as load_tables
+
+    return load_tables(run)
 
 
 def _sync(coro):
@@ -313,12 +324,16 @@ def _tied_to(rec, profile_id: str | None):
 
 
 def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Objective(),
-            progress: bool = False, folds: int | str | None = "auto", seed: int = DEFAULT_SEED) -> SweepResult:
+            progress: bool = False, folds: int | str | None = "auto", seed: int = DEFAULT_SEED,
+            runs: Mapping[str, Any] | None = None, metrics: Sequence[str] | None = None) -> SweepResult:
     """Everything offline: replay the grid, choose, compare. No database is touched.
 
     ``folds``: "auto" (5-fold cross-validation below 200 queries, else the dev/test
     split), 0 (dev/test) or k ≥ 2. With k folds the recommendation is chosen on every
-    query and its held-out estimate comes from ``crossval``; ``seed`` fixes the folds."""
+    query and its held-out estimate comes from ``crossval``; ``seed`` fixes the folds.
+    ``runs``: other systems' TREC run files (name → path, or name → query id → ranked
+    entry ids) scored beside the named policies (``external``); ``metrics``: the metrics
+    the paired tests compare (default ``tables.STATS_METRICS``)."""
     from dataclasses import replace
 
     if objective.limit not in grid.limits:
@@ -346,7 +361,12 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     per_query = per_query_table(replays, queries, recs, objective.limit, default=default)
     transfer = leave_one_out(table, replays, queries, objective, seed=seed, default=default)
     qrels = collected.qrels
-    cross, notes = cross_backend(collected, per_query)
+    cross, notes = cross_backend(collected, per_query)  # our policies only: an external run is the same on both
+    external = external_runs(runs, collected.corpora)
+    if external:
+        blocks = list(dict.fromkeys(zip(per_query["backend"], per_query["mode"])))
+        per_query = pd.concat([per_query, external_per_query(external, queries, qrels, objective.limit, blocks)],
+                              ignore_index=True)
     spot = spot_check(collected, replays)
     if len(spot):
         by = spot.groupby(["backend", "mode"])["equal"].agg(["sum", "size"])
@@ -360,7 +380,8 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     return SweepResult(
         collected=collected, grid=grid, objective=chooser, sweep=table, recommendations=recommendations,
         per_query=per_query, summary=summary_frame(per_query, qrels), breakdown=breakdown_frame(per_query),
-        stats=stats_frame(per_query, qrels), abstention=abstention_frame(replays, queries, collected.candidates),
+        stats=stats_frame(per_query, qrels, metrics=check_metrics(metrics)),
+        abstention=abstention_frame(replays, queries, collected.candidates),
         cross=cross, notes=notes, timings=timings, replays=replays,
         sensitivity=sensitivity(table, collected.modes, chooser), folds=k, crossval=cv_folds,
         crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed, transfer=transfer,
@@ -385,21 +406,25 @@ def _backends(backends: Sequence[str]) -> tuple[str, ...]:
 async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
                  out: str | Path | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
                  progress: bool = True, write: bool = True, folds: int | str | None = "auto",
-                 seed: int = DEFAULT_SEED, style: str = "any", **collect_options: Any) -> SweepResult:
+                 seed: int = DEFAULT_SEED, style: str = "any", runs: Mapping[str, Any] | None = None,
+                 metrics: Sequence[str] | None = None, **collect_options: Any) -> SweepResult:
     """Collect (load, embed, retrieve), analyse and, with ``write``, write the run
     folder ``out`` (default results/sweep-<timestamp>). ``datasets``: a corpus folder,
-    several, or "all" (the bundled ones); ``folds`` and ``seed`` as in ``analyse``
-    (the seed also fixes the split of a corpus that has none); ``style="bundled"``
-    refuses corpora that break the bundled corpora's conventions."""
+    several, or "all" (the bundled ones); ``folds``, ``seed``, ``runs`` and ``metrics``
+    as in ``analyse`` (the seed also fixes the split of a corpus that has none);
+    ``style="bundled"`` refuses corpora that break the bundled corpora's conventions."""
+    from .datasets import validate
     from .report import default_out, write_run
 
     backends, modes, datasets = _backends(backends), _modes(modes), resolve_datasets(datasets)  # before any bar
+    check_metrics(metrics)
+    runs = external_runs(runs, [validate(d, style=style) for d in datasets])  # a bad run file: before any bar
     out = Path(out) if out is not None else default_out()
     collected = await collect(datasets, backends=backends, modes=modes, out=out,
                               max_limit=max(grid.max_limit, objective.limit), progress=progress, style=style,
                               split_seed=seed, **collect_options)
     start = time.perf_counter()
-    result = analyse(collected, grid, objective, progress, folds=folds, seed=seed)
+    result = analyse(collected, grid, objective, progress, folds=folds, seed=seed, runs=runs, metrics=metrics)
     result.stages = _stages(collected, "analyse", time.perf_counter() - start)
     result.out = out
     if write:
@@ -419,10 +444,11 @@ def _stages(collected: Collected, stage: str, seconds: float) -> pd.DataFrame:
 def sweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,
           out: str | Path | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
           progress: bool = True, write: bool = True, folds: int | str | None = "auto", seed: int = DEFAULT_SEED,
-          style: str = "any", **collect_options: Any) -> SweepResult:
+          style: str = "any", runs: Mapping[str, Any] | None = None, metrics: Sequence[str] | None = None,
+          **collect_options: Any) -> SweepResult:
     """Sync ``asweep``."""
     return _sync(asweep(datasets, backends, modes, out, grid, objective, progress, write, folds, seed, style,
-                        **collect_options))
+                        runs, metrics, **collect_options))
 
 
 async def acompare_analyzers(datasets: Any = None, analyzers: Sequence[str] = ("v1", "v2"),

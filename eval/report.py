@@ -1,5 +1,6 @@
-"""The run folder: tidy CSV tables, ``summary.json`` and a self-contained
-``report.html`` (plots embedded as PNG data URIs), plus the console summary.
+"""The run folder: its tables (Parquet, the small ones also CSV: ``results``),
+``summary.json`` and a self-contained ``report.html`` (plots embedded as PNG data
+URIs), plus the console summary.
 
 report.html opens with what a reader came for: the recommended thresholds, what they
 cost on the held-out test split (with CIs) and the precision/false-admission frontier.
@@ -23,9 +24,10 @@ import pandas as pd
 from . import metrics as M
 from . import runfiles
 from .plots import Png, plot_frontier, plot_limits, plot_thresholds
-from powercontext.memory.admission import AdmissionPolicy
+from .console import format_summary  # noqa: F401 - the console summary, re-exported
+from .results import SWEEP_ORDER, write_table
+from . import verdict
 
-from .grid import policy_from_fields
 from .sweep import INITIAL
 from .transfer import transfer_table
 
@@ -39,49 +41,6 @@ def default_out() -> Path:
 
 
 # ---------------------------------------------------------------------------- tables
-
-
-def _csv(df: pd.DataFrame, path: Path) -> None:
-    # Tuples (rankings, terms) are written space-joined. Only an object column can hold
-    # one: testing every cell of a full sweep's table (550k rows × 31) took ~9 s.
-    joined = {col: df[col].map(lambda v: " ".join(map(str, v)) if isinstance(v, (tuple, list)) else v)
-              for col in df.columns
-              if df[col].dtype == object and df[col].map(lambda v: isinstance(v, (tuple, list))).any()}
-    (df.assign(**joined) if joined else df).to_csv(path, index=False, float_format="%.6g")
-
-
-def format_summary(result: Any, split: str | None = None) -> str:
-    """The console table: backend × mode × policy on ``split`` (see ``summary_table``)."""
-    split = split or ("all" if result.folds else "test")
-    t = result.summary_table(split).copy()
-    for col in t.columns:
-        if t[col].dtype.kind == "f":
-            t[col] = t[col].map(lambda v: f"{v:.3f}")
-    t = t.rename(columns={"false_admission": "FA", "false_admission_ci": "FA 95% CI", "empty_answer": "empty",
-                          "ndcg@10_ci": "nDCG 95% CI", "set_f1": "SetF"})
-    rec = result.recommendations
-    lines = [f"objective: {result.objective.describe()}", ""]
-    o = result.objective
-    if result.folds:
-        lines.insert(1, f"method: {result.method}")
-    for r in rec.to_dict("records"):
-        flag = "" if r["feasible"] else "  (NO policy met the bound: lowest false admission shown)"
-        lines.append(f"recommended {r['mode']:7s}: {r['label']}  {o.split} {o.metric}={r['objective']:.3f} "
-                     f"{o.constraint}={r['constraint']:.3f}{flag}")
-        if result.folds:
-            lines.append(f"  {result.folds}-fold held out: {o.metric} {r[f'heldout_{o.metric}']:.3f} "
-                         f"± {r[f'heldout_{o.metric}_sd']:.3f}, {o.constraint} {r[f'heldout_{o.constraint}']:.3f} "
-                         f"± {r[f'heldout_{o.constraint}_sd']:.3f} (the folds chose {int(r['fold_policies'])} "
-                         f"distinct polic{'y' if r['fold_policies'] == 1 else 'ies'})")
-    lines += ["", f"{split} split:", t.to_string(index=False)]
-    timing = result.timings
-    if not timing.empty:
-        lines += ["", "timing (seconds): " + "; ".join(
-            f"{r.backend}/{r.mode}: retrieval {r.retrieval_seconds:.2f}, sweep {r.sweep_seconds + r.build_seconds:.2f} "
-            f"for {r.points} points (ratio {r.ratio:.2f})" for r in timing.itertuples())]
-    if result.out is not None:
-        lines.append(f"run folder: {result.out}")
-    return "\n".join(lines)
 
 
 def summary_json(result: Any) -> dict:
@@ -131,34 +90,37 @@ def _records(df: pd.DataFrame) -> list[dict]:
 
 
 def write_run(result: Any, out: str | Path) -> Path:
-    """Write every table, summary.json and report.html into ``out``."""
+    """Write every table (Parquet, the small ones also CSV: ``results.write_table``),
+    the TREC files, summary.json and report.html into ``out``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    c = result.collected
-    _csv(result.sweep, out / "sweep.csv")
-    _csv(result.recommendations, out / "recommendations.csv")
-    _csv(result.summary, out / "summary.csv")
-    _csv(result.per_query.drop(columns=["text"]), out / "per_query.csv")
-    _csv(result.breakdown, out / "breakdown.csv")
-    _csv(result.stats, out / "stats.csv")
-    _csv(result.abstention, out / "abstention.csv")
-    _csv(result.timings, out / "timings.csv")
-    _csv(result.sensitivity, out / "bound_sensitivity.csv")
-    _csv(c.loads, out / "loads.csv")
-    runfiles.write(result, out)  # qrels.trec + runs/<backend>-<mode>-<policy>.run, for trec_eval / ranx
-    _csv(result.splits, out / "splits.csv")  # the (possibly assigned) split and fold of every query: reproducible
-    if len(result.transfer):
-        _csv(result.transfer, out / "leave_one_out.csv")
-    if result.folds:
-        _csv(result.crossval, out / "crossval_folds.csv")
-        _csv(result.crossval_summary, out / "crossval.csv")
-    if len(result.stages):
-        _csv(result.stages, out / "stages.csv")
-    for name, df in result.cross.items():
-        _csv(df, out / f"cross_backend_{name}.csv")
+    for name, frame, sort in run_tables(result):
+        write_table(frame, out, name, sort=sort)
+    runfiles.write(result, out)  # qrels.trec + runs/<backend>-<mode>-<policy>.run.gz, for ranx / trec_eval
+    if "joint" in set(result.recommendations["mode"]):  # what %config PcMem.policy_file loads
+        result.recommended("joint").save(out / "policy.json")
     (out / "summary.json").write_text(json.dumps(summary_json(result), indent=2, ensure_ascii=False, default=str))
     (out / "report.html").write_text(render_html(result), encoding="utf-8")
     return out
+
+
+def run_tables(result: Any) -> list[tuple[str, pd.DataFrame, tuple[str, ...]]]:
+    """(name, table, row order) of every table a run folder holds."""
+    c = result.collected
+    tables = [("sweep", result.sweep, SWEEP_ORDER), ("recommendations", result.recommendations, ()),
+              ("summary", result.summary, ()), ("per_query", result.per_query.drop(columns=["text"]), ()),
+              ("breakdown", result.breakdown, ()), ("stats", result.stats, ()), ("abstention", result.abstention, ()),
+              ("timings", result.timings, ()), ("bound_sensitivity", result.sensitivity, ()), ("loads", c.loads, ()),
+              # the (possibly assigned) split and fold of every query: reproducible
+              ("splits", result.splits, ())]
+    if len(result.transfer):
+        tables.append(("leave_one_out", result.transfer, ()))
+    if result.folds:
+        tables += [("crossval_folds", result.crossval, ()), ("crossval", result.crossval_summary, ())]
+    if len(result.stages):
+        tables.append(("stages", result.stages, ()))
+    tables += [(f"cross_backend_{name}", df, ()) for name, df in result.cross.items()]
+    return tables
 
 
 # ---------------------------------------------------------------------------- html building blocks
@@ -224,15 +186,6 @@ def _image(plot: Png, alt: str) -> str:
     return f"<img src='{plot.uri}' width='{plot.width}' alt='{html.escape(alt, quote=True)}'>"
 
 
-def _estimate(row: pd.Series, metric: str) -> str:
-    """``0.350 [0.296, 0.404]`` from a summary row (value and its bootstrap CI)."""
-    value = row.get(metric)
-    if value is None or pd.isna(value):
-        return ""
-    ci = row.get(f"{metric}_ci") or ""
-    return f"{value:.3f} {ci}".strip()
-
-
 # ---------------------------------------------------------------------------- sections
 
 
@@ -240,78 +193,12 @@ def _modes(result: Any) -> list[str]:
     return [m for m in MODE_ORDER if m in result.collected.modes]
 
 
-def _policy_call(rec: pd.Series) -> str:
-    """The call that makes the recommended policy: ``AdmissionPolicy.floors(...)`` for
-    the RFC's floors, else the parameters it sets beyond ``AdmissionPolicy()``'s."""
-    from dataclasses import fields
-
-    policy = policy_from_fields(rec)
-
-    def show(v: Any) -> str:
-        return f"{v:g}" if isinstance(v, float) else repr(v)
-
-    if policy.family == "floors":
-        return (f"pc.AdmissionPolicy.floors(fts_min_terms={policy.fts_min_terms}, "
-                f"fts_min_coverage={policy.fts_min_coverage:g}, vector_min_cosine={policy.vector_min_cosine:g})")
-    default = AdmissionPolicy()
-    changed = [f"{f.name}={show(getattr(policy, f.name))}" for f in fields(policy)
-               if getattr(policy, f.name) != getattr(default, f.name)]
-    return f"pc.AdmissionPolicy({', '.join(changed)})" + ("" if changed else "  # the library default")
-
-
-def cost_table(result: Any) -> pd.DataFrame:
-    """Per mode and database on the test split: the recommended policy (and the joint
-    one where it sets that mode's thresholds differently) with CIs, beside what no
-    admission at all gives."""
-    o = result.objective
-    s = result.summary[result.summary["split"] == "test"].set_index(["mode", "backend", "policy"])
-    rows = []
-    for mode in _modes(result):
-        for backend in result.collected.backends:
-            if (mode, backend, "recommended") not in s.index:
-                continue
-            rec = s.loc[(mode, backend, "recommended")]
-            policies = [("recommended", rec)]
-            if (mode, backend, "joint") in s.index and s.loc[(mode, backend, "joint"), "label"] != rec["label"]:
-                policies.append(("joint", s.loc[(mode, backend, "joint")]))
-            none = s.loc[(mode, backend, "no-admission")] if (mode, backend, "no-admission") in s.index else None
-            for policy, r in policies:
-                rows.append({
-                    "mode": mode, "database": backend, "policy": policy, "thresholds": r["label"],
-                    f"{o.metric} [95% CI]": _estimate(r, o.metric),
-                    "recall@10": r.get("recall@10"),
-                    "false adm. [95% CI]": _estimate(r, "false_admission"),
-                    "empty": r.get("empty_answer"),
-                    "hits/q": r.get("hits"),
-                    "no admission: nDCG, FA": "" if none is None else f"{none[o.metric]:.3f}, {none['false_admission']:.3f}",
-                })
-    return pd.DataFrame(rows)
-
-
 def section_recommendation(result: Any) -> Section:
-    """The first screen: what to set, what it costs on the test split, the frontier."""
-    o = result.objective
-    recs = result.recommendations.set_index("mode")
-    parts = []
-    if "joint" in recs.index:
-        joint = recs.loc["joint"]
-        flag = "" if joint["feasible"] else (" <b>No policy met the bound on every mode:</b> this is the one with the "
-                                             "lowest false admission.")
-        chosen = (f"chosen on all queries, its held-out cost estimated by {result.folds}-fold cross-validation "
-                  "(<a href='#method'>below</a>)" if result.folds else f"chosen on the {o.split} split")
-        parts.append(f"<p class='verdict'>Set <code>{html.escape(_policy_call(joint))}</code> — one policy for every "
-                     f"mode, {chosen}.{flag}</p>")
-    held_out = "test split; not held out, see the cross-validation" if result.folds else "held-out test split"
-    parts.append(f"<h3>What it costs ({held_out}, limit {o.limit})</h3>")
-    parts.append(table(cost_table(result), collapse=None))
-    parts.append("<p class='muted'>Each mode's recommended thresholds (and the joint default where it sets them "
-                 "differently) with 95 % bootstrap CIs, beside the same mode with no admission. Admission trades some "
-                 "recall (a lower nDCG@10) for answering nothing when nothing is relevant (a lower false admission). "
-                 "<i>empty</i>: share of unanswerable queries answered with nothing; <i>hits/q</i>: mean hits per "
-                 f"query; <i>nDCG, FA</i>: {html.escape(o.metric)} and false admission. Objective: "
-                 f"{html.escape(o.describe())}.</p>")
-    parts.append(_image(plot_frontier(result, _modes(result)), "nDCG vs false admission frontier per mode"))
-    return Section("recommendation", "What to set, and what it costs", "\n".join(parts))
+    """The first screen (``verdict.first_screen``): the library's default and this run's
+    recommendation, what each costs on the test split, then the frontier."""
+    pieces = [p if isinstance(p, str) else table(p, collapse=None) for p in verdict.first_screen(result)]
+    pieces.append(_image(plot_frontier(result, _modes(result)), "nDCG vs false admission frontier per mode"))
+    return Section("recommendation", "What to set, and what it costs", "\n".join(pieces))
 
 
 def by_field(frame: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -323,15 +210,40 @@ def by_field(frame: pd.DataFrame, key: str) -> pd.DataFrame:
     return cells.T.reset_index().rename(columns={"index": "field"}).rename_axis(columns=None)
 
 
+def section_external(result: Any) -> Section | None:
+    """Other systems' TREC runs (``--run``) beside our policies on the test split, with
+    the paired tests of recommended and joint against each (none given: no section)."""
+    external = sorted(p for p in result.per_query["policy"].unique() if str(p).startswith("external:"))
+    if not external:
+        return None
+    s = result.summary
+    rows = s[(s["split"] == "test") & s["policy"].isin(["recommended", "joint", *external])]
+    cols = ["backend", "mode", "policy", "label", "queries", "ndcg@10", "ndcg@10_ci", "recall@10", "false_admission",
+            "false_admission_ci", "empty_answer", "hits"]
+    stats = result.stats[result.stats["b"].isin(external)] if len(result.stats) else result.stats
+    parts = [f"<p>{len(external)} run file(s) of other systems, scored by the harness's own metrics at limit "
+             f"{result.objective.limit}: a query's documents, best score first, are its hits; an empty-answer query "
+             "with any hit is a false admission, exactly as for our policies. The external rows repeat in every "
+             "database × mode block so each block compares like with like.</p>",
+             table(rows[[c for c in cols if c in rows.columns]], what="rows"),
+             "<h3>Paired tests against the external runs (test split)</h3>", table(stats, 4, what="tests")]
+    return Section("external", "External runs beside ours", "\n".join(parts))
+
+
 def section_recommendations(result: Any) -> Section:
     parts = [table(by_field(result.recommendations, "mode"), collapse=None),
-             "<p><code>joint</code> is the single AdmissionPolicy proposed as the library default: the same objective "
-             "averaged over the modes, with the bound holding in each. <code>objective</code> and "
+             "<p><code>joint</code> is this run's single AdmissionPolicy for every mode: the same objective averaged "
+             "over the modes, with the bound holding in each. It is not the library's default "
+             "(<code>AdmissionPolicy()</code>, the <code>default</code> rows), which was chosen leave-one-corpus-out. "
+             "<code>objective</code> and "
              f"<code>constraint</code> are {result.objective.split}-split values.</p>",
              "<h3>The choice under other bounds (dev)</h3>",
              "<p>objective = dev value of the rule's metric (mean over backends), constraint = worst backend's dev "
              "false admission, secondary = the other metric.</p>",
-             table(result.sensitivity, what="rules")]
+             # the label spells the thresholds out; every field is in bound_sensitivity.csv
+             table(result.sensitivity[[c for c in ("mode", "rule", "label", "family", "feasible", "objective",
+                                                   "constraint", "secondary") if c in result.sensitivity.columns]],
+                   what="rules")]
     return Section("per-mode", "Recommendations per mode", "\n".join(parts))
 
 
@@ -389,25 +301,30 @@ def section_transfer(result: Any) -> Section:
 def section_files(result: Any) -> Section:
     """The run folder's files for other tools: TREC runs and qrels, and the tables."""
     runs = sorted(runfiles.run_path(result.out or ".", b, m, p).name
-                  for (b, m, p), _ in result.per_query.groupby(["backend", "mode", "policy"], sort=False))
+                  for (b, m, p), _ in runfiles.ours(result.per_query).groupby(["backend", "mode", "policy"], sort=False))
     listing = "".join(f"<li><code>{runfiles.RUNS_DIR}/{html.escape(name)}</code></li>" for name in runs)
     parts = [f"<p><code>{runfiles.QRELS_NAME}</code> (the judgements of grade ≥ 1 the metrics used) and one TREC run "
              f"file per database × mode × named policy at limit {result.objective.limit}, for "
-             "<code>trec_eval -c -m ndcg_cut.10 qrels.trec runs/…</code>, ir_measures or ranx "
-             "(<code>Run.from_file(path, kind='trec')</code>). Scores encode the harness's order "
+             "ranx (<code>Run.from_file(path)</code> reads the gzipped runs as they are), ir_measures or "
+             "<code>trec_eval -c -m ndcg_cut.10 qrels.trec runs/…</code> after <code>gunzip -k runs/*.gz</code>. "
+             "Scores encode the harness's order "
              "(limit + 1 − rank), so ties break as the service broke them.</p>",
              details(f"{len(runs)} run files (click to show)", f"<ul>{listing}</ul>"),
-             "<p class='muted'>Also in the folder: every table of this page as CSV, <code>splits.csv</code>, "
-             "<code>summary.json</code> and <code>candidates.pkl</code> (rerun the analysis with "
+             "<p class='muted'>Also in the folder: every table of this page as Parquet (the small ones also as CSV; "
+             "<code>harness.load(folder)</code> or <code>pandas.read_parquet</code> read them), "
+             "<code>splits.parquet</code>, <code>summary.json</code> and the candidates cache <code>cache/</code> "
+             "(rerun the analysis with "
              "<code>--reuse</code>, no database needed).</p>"]
     return Section("files", "Files for other tools", "\n".join(parts))
 
 
 def section_summary(result: Any) -> Section:
-    parts = [f"<p>Every named policy: <code>recommended</code> (per mode), <code>joint</code> (the library default), "
+    parts = [f"<p>Every named policy: <code>recommended</code> (per mode), <code>joint</code> (this run's one policy "
+             "for every mode), <code>default</code> (the library's <code>AdmissionPolicy()</code>), "
              f"<code>initial</code> (the RFC's constants: terms≥{INITIAL.fts_min_terms}, "
              f"coverage≥{INITIAL.fts_min_coverage:g}, cosine≥{INITIAL.vector_min_cosine:g}) and "
              "<code>no-admission</code>.</p>",
+             *[f"<p class='warn'>{html.escape(n)}</p>" for n in verdict.small_notes(result)],
              "<h3>Test split</h3>", table(result.summary_table("test"), collapse=40, what="policies"),
              "<h3>Dev split (where the choice was made)</h3>",
              table(result.summary_table("dev"), collapse=0, what="policies")]
@@ -454,7 +371,9 @@ def section_breakdown(result: Any) -> Section:
     focus = b[(b["split"] == "test") & (b["policy"].isin(["recommended", "initial", "no-admission"]))]
     cols = ["backend", "mode", "policy", "value", "queries", "ndcg@10", "recall@10", "set_f1", "false_admission",
             "empty_answer"]
-    parts = ["<p>Recommended, initial and no admission on the test split, per query tag, language and corpus.</p>"]
+    focus = focus.assign(queries=[f"{n} ⚠" if n < verdict.SMALL else str(n) for n in focus["queries"]])
+    parts = ["<p>Recommended, initial and no admission on the test split, per query tag, language and corpus. "
+             f"⚠: the row rests on fewer than {verdict.SMALL} queries; read its rates as anecdotes.</p>"]
     for facet in ("tag", "lang", "corpus"):
         parts += [f"<h3>By {facet}</h3>", table(focus[focus["facet"] == facet][cols], what=f"rows by {facet}")]
     return Section("breakdown", "Breakdowns by tag, language and corpus", "\n".join(parts))
@@ -509,7 +428,7 @@ def section_definitions(result: Any) -> Section:
 #: The report's sections in order; a builder returns a Section (or None to skip).
 #: Add a section by adding its builder here: the table of contents follows.
 SECTIONS = [
-    section_recommendation, section_transfer, section_recommendations, section_method, section_summary, section_stats,
+    section_recommendation, section_transfer, section_external, section_recommendations, section_method, section_summary, section_stats,
     section_thresholds, section_limits, section_breakdown, section_abstention, section_cross, section_timing,
     section_files, section_definitions,
 ]
@@ -559,7 +478,9 @@ table.t th{{overflow-wrap:anywhere;min-width:4em}}
 table.t th{{background:#f4f4f4;position:sticky;top:0}}
 details{{margin:.4em 0}}details>summary{{cursor:pointer;color:#0645ad}}
 dt{{font-weight:600;margin-top:.4em}}dd{{margin-left:1.5em}}
-.verdict{{font-size:1.1em;background:#eef6ee;border-left:4px solid #4a4;padding:.6em 1em}}
+.verdict{{font-size:1.05em;background:#eef6ee;border-left:4px solid #4a4;padding:.6em 1em;margin:.6em 0}}
+.warn{{background:#fff5d6;border-left:4px solid #c90;padding:.3em 1em}}
+code{{overflow-wrap:anywhere}}
 .muted{{color:#555;font-size:.92em}}
 img{{max-width:100%;height:auto;display:block;margin:.5em 0}}
 .row{{display:flex;flex-wrap:wrap;gap:0 1.5em}}

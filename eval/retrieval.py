@@ -7,12 +7,13 @@ service saw (so ``admission.fuse`` can be replayed on it) plus the corpus entry 
 maps to. The queries table has one row per (backend, corpus, mode, query) with the
 analyzer terms, the mode actually used and the wall time of the retrieve call.
 
-Both are pickled in the run folder (``candidates.pkl``, ``retrievals.pkl``) so a sweep
-can be replayed, re-gridded and re-reported without touching a database.
+Both are cached in the run folder (``cache/``: Parquet tables and ``meta.json``) so a
+sweep can be replayed, re-gridded and re-reported without touching a database.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -156,29 +157,52 @@ def channels_of(rows: pd.DataFrame | Iterable[Mapping[str, Any]], mode: str) -> 
     return {name: tuple(sorted(cands, key=lambda c: c.rank)) for name, cands in out.items()}
 
 
-# Repeated strings (ids, hashes, texts) are stored as categoricals — a tenth of the size
-# — and turned back into plain columns on reading (categorical group keys would make
-# every groupby a cartesian product).
-_CATEGORICAL = ["backend", "corpus", "mode", "channel", "memory", "memory_artifact_id", "entry_id",
-                "entry_version_id", "entry_content_hash", "kind", "text", "corpus_entry", "script", "query_script"]
+CACHE_DIR = "cache"
+#: The tables of the cache besides the candidates and the retrievals (collect's meta).
+_META_TABLES = ("loads", "exact", "spot", "stages")
 
 
 def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, meta: dict) -> None:
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    compact = candidates.astype({c: "category" for c in _CATEGORICAL if c in candidates.columns})
-    compact["matched_terms"] = compact["matched_terms"].map(" ".join).astype("category")
-    pd.to_pickle({"meta": meta, "candidates": compact, "queries": queries}, folder / "candidates.pkl")
+    """``folder/cache/``: candidates, retrievals and collect's tables as Parquet (Parquet's
+    dictionary encoding stores each repeated id, hash and text once), the rest of
+    ``meta`` (fingerprint, embedding facts) as JSON."""
+    from .results import write_table
+
+    cache = Path(folder) / CACHE_DIR
+    cache.mkdir(parents=True, exist_ok=True)
+    write_table(candidates, cache, "candidates", csv=False)
+    write_table(queries, cache, "retrievals", csv=False)
+    spot = meta.get("spot")
+    for name in _META_TABLES:
+        frame = meta.get(name)
+        if frame is None:
+            continue
+        if name == "spot":  # hits are tuples of mixed fields: one JSON text per search
+            frame = frame.assign(hits=[json.dumps(h) for h in spot["hits"]])
+        write_table(frame, cache, name, csv=False)
+    rest = {k: v for k, v in meta.items() if k not in _META_TABLES}
+    (cache / "meta.json").write_text(json.dumps(rest, indent=1, default=str), encoding="utf-8")
+    (Path(folder) / "candidates.pkl").unlink(missing_ok=True)  # a cache of an older version
 
 
 def read_cache(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict] | None:
-    path = Path(folder) / "candidates.pkl"
-    if not path.is_file():
+    """What ``write_cache`` wrote, or None when ``folder`` holds no cache."""
+    from .results import read_table
+
+    cache = Path(folder) / CACHE_DIR
+    if not (cache / "meta.json").is_file():
         return None
-    data = pd.read_pickle(path)
-    candidates = data["candidates"]
-    for column in (*_CATEGORICAL, "matched_terms"):
-        if column in candidates.columns:
-            candidates[column] = candidates[column].astype(object)
-    candidates["matched_terms"] = candidates["matched_terms"].map(lambda s: tuple(s.split()) if isinstance(s, str) else tuple(s))
-    return candidates, data["queries"], data["meta"]
+    meta = json.loads((cache / "meta.json").read_text(encoding="utf-8"))
+    for name in _META_TABLES:
+        if (cache / f"{name}.parquet").is_file():
+            meta[name] = read_table(cache / f"{name}.parquet")
+    if "spot" in meta:
+        meta["spot"]["hits"] = [_tuples(json.loads(h)) for h in meta["spot"]["hits"]]
+    candidates = read_table(cache / "candidates.parquet")
+    candidates["covered"] = [None if v is None or (isinstance(v, float) and pd.isna(v)) else bool(v)
+                             for v in candidates["covered"]]
+    return candidates, read_table(cache / "retrievals.parquet"), meta
+
+
+def _tuples(value: Any) -> Any:
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value

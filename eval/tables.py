@@ -7,6 +7,7 @@ paired tests against the initial constants and no admission, and abstention nAUC
 from __future__ import annotations
 
 import math
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -15,10 +16,11 @@ from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from . import metrics as M
 from .abstention import abstention_table
+from .databases import check_names
 from .recommend import Recommendation
 from .sweep import INITIAL, POINT_COLUMNS, point_values, policy_label
 
-__all__ = ["abstention_frame", "breakdown_frame", "per_query_table", "stats_frame", "summary_frame"]
+__all__ = ["STATS_METRICS", "abstention_frame", "check_metrics", "breakdown_frame", "per_query_table", "stats_frame", "summary_frame"]
 
 SUMMARY_METRICS = ("ndcg@10", "mrr@10", "recall@10", "precision@1", "set_precision", "set_recall", "set_f1",
                    "false_admission", "empty_answer", "hits")
@@ -128,26 +130,44 @@ def breakdown_frame(per_query: pd.DataFrame) -> pd.DataFrame:
     return result
 
 
-def stats_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]], split: str = "test") -> pd.DataFrame:
-    """Recommended vs the initial constants and vs no admission on ``split``: ranx's
-    paired t-test for the ranking metrics (positive queries), Fisher randomization for
-    false admission (empty-answer queries) and SetF (all queries)."""
+#: The metrics the paired tests compare unless told otherwise (``--metrics``).
+STATS_METRICS = ("ndcg@10", "mrr@10", "recall@10", "false_admission", "set_f1")
+
+
+def check_metrics(metrics: Sequence[str] | str | None) -> tuple[str, ...]:
+    """The paired tests' metrics (default ``STATS_METRICS``), each a known metric."""
+    if metrics is None:
+        return STATS_METRICS
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    return check_names("metric", metrics, M.METRIC_NAMES)
+
+
+def stats_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]], split: str = "test",
+                metrics: tuple[str, ...] = STATS_METRICS) -> pd.DataFrame:
+    """Recommended vs the initial constants and vs no admission, and recommended and
+    joint vs every external run (``external``), on ``split``: ranx's paired t-test for
+    the ranking ``metrics`` (positive queries), Fisher randomization for the others
+    (false admission on empty-answer queries, SetF on all …)."""
     rows = []
-    pairs = [("recommended", "initial"), ("recommended", "no-admission"), ("joint", "initial")]
+    ranking = tuple(m for m in metrics if m in M.RANX_METRICS)
+    others = tuple(m for m in metrics if m not in M.RANX_METRICS)
+    external = sorted(p for p in per_query["policy"].unique() if str(p).startswith("external:"))
+    pairs = [("recommended", "initial"), ("recommended", "no-admission"), ("joint", "initial"),
+             *[(ours, theirs) for theirs in external for ours in ("recommended", "joint")]]
     for (backend, mode), group in per_query[per_query["split"] == split].groupby(["backend", "mode"], sort=False):
         policies = {name: g.set_index("query_id") for name, g in group.groupby("policy")}
         pos_ids = group[group["positive"]]["query_id"].unique()
         runs = {name: dict(zip(p.loc[pos_ids].index, p.loc[pos_ids, "ranking"])) for name, p in policies.items()}
-        report = M.ranx_compare({q: qrels[q] for q in pos_ids}, runs, ("ndcg@10", "mrr@10", "recall@10"))
-        result = report.to_dict()
+        result = M.ranx_compare({q: qrels[q] for q in pos_ids}, runs, ranking).to_dict() if ranking else {}
         for a, b in pairs:
             if a not in policies or b not in policies:
                 continue
-            for metric in ("ndcg@10", "mrr@10", "recall@10"):
+            for metric in ranking:
                 rows.append(dict(backend=backend, mode=mode, split=split, a=a, b=b, metric=metric, test="ranx student t",
                                  mean_a=result[a]["scores"][metric], mean_b=result[b]["scores"][metric],
                                  p_value=result[a]["comparisons"][b][metric]))
-            for metric in ("false_admission", "set_f1"):
+            for metric in others:
                 pa, pb = _population(policies[a].reset_index(), metric), _population(policies[b].reset_index(), metric)
                 va, vb = pa[metric].to_numpy(float), pb.set_index("query_id").loc[pa["query_id"], metric].to_numpy(float)
                 rows.append(dict(backend=backend, mode=mode, split=split, a=a, b=b, metric=metric,

@@ -41,7 +41,7 @@ def esc(value: Any) -> str:
 
 #: A wrapped cell: long prose (a rejection reason, an entry's text) breaks over lines, even
 #: inside a long token, so the table fits its container instead of running off the right.
-WRAP_STYLE = "white-space:normal;overflow-wrap:anywhere;min-width:14em"
+WRAP_STYLE = "white-space:normal;overflow-wrap:anywhere;min-width:9em"
 
 
 def html_table(frame: pd.DataFrame, row_labels: Mapping[int, str] | None = None, caption: str | None = None,

@@ -28,8 +28,9 @@ __all__ = ["AdmissionInspector", "policy_text"]
 MODES = ["fts", "vector", "hybrid", "auto"]
 #: Columns cut to a width in the plain-text fallback (fixed-width text cannot wrap a cell).
 CLIP = {"reason": 40, "text": 48}
-#: Columns whose HTML cells wrap: the reason is the "why rejected", so it is shown whole.
-WRAP = ("reason", "text")
+#: Columns whose HTML cells wrap: the reason is the "why rejected", so it is shown whole;
+#: the long ids break too, so that the tables fit a 1400 px window.
+WRAP = ("reason", "text", "memory", "entry_id")
 #: The candidate columns of the plain-text fallback (the HTML tables show them all).
 TEXT_COLUMNS = ["channel", "channel_rank", "admitted", "reason", "hit_rank", "entry_id", "text"]
 

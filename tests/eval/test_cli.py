@@ -33,10 +33,12 @@ def test_sweep_cli_writes_the_run_folder_and_prints_the_summary(tiny, tmp_path, 
     printed = capsys.readouterr().out
     assert code == 0
     assert "recommended fts" in printed and "no-admission" in printed and "ratio" in printed
-    for name in ("sweep.csv", "summary.csv", "per_query.csv", "breakdown.csv", "stats.csv", "abstention.csv",
-                 "recommendations.csv", "timings.csv", "summary.json", "report.html", "candidates.pkl"):
+    for name in ("sweep.parquet", "summary.parquet", "summary.csv", "per_query.parquet", "breakdown.csv",
+                 "stats.parquet", "abstention.csv", "recommendations.csv", "timings.csv", "summary.json", "report.html",
+                 "cache/candidates.parquet", "cache/retrievals.parquet", "cache/meta.json"):
         assert (out / name).is_file(), name
-    sweep = pd.read_csv(out / "sweep.csv")
+    assert not (out / "db").exists()  # the run's SQLite databases go, like its OceanBase ones (--keep-databases)
+    sweep = pd.read_parquet(out / "sweep.parquet")  # plain pandas reads every table
     assert set(sweep["split"]) == {"all", "dev", "test"} and set(sweep["corpus"]) == {"all", "tiny"}
     every = sweep[(sweep["corpus"] == "all") & (sweep["split"] == "all")]
     assert every.groupby("family").size().to_dict() == {f: 3 * 3 * 4 for f in Grid().families}  # terms × cov × limits
@@ -46,10 +48,50 @@ def test_sweep_cli_writes_the_run_folder_and_prints_the_summary(tiny, tmp_path, 
     assert report.count("data:image/png;base64,") >= 3  # thresholds, frontier, limits
     for metric in M.METRIC_NAMES:
         assert f"<code>{metric}</code>" in report  # every metric is defined in the report
-    # reuse: the cached candidates replay without any database
-    (out / "db").rename(tmp_path / "moved-db")
+    # reuse: the cached candidates replay without any database, to the same figures
     assert main(["sweep", "--dataset", str(tiny), "--backends", "sqlite", "--modes", "fts", "--out", str(out),
                  "--no-progress", "--reuse", *SMALL]) == 0
+    assert "stages (s): validate" in capsys.readouterr().out
+    again = pd.read_parquet(out / "sweep.parquet")
+    pd.testing.assert_frame_equal(again, sweep)
+
+
+def test_a_run_folder_reads_back_with_harness_load(tiny, tmp_path):
+    """Issue 36: the sweep is kept as Parquet and reads back as the DataFrames it was."""
+    result = harness.sweep(tiny, modes=("fts",), grid=Grid((1, 2, 3), (0.0, 0.25, 0.5), (0.3,), (1, 8)),
+                           out=tmp_path / "run", progress=False)
+    run = harness.load(tmp_path / "run")
+    assert {"sweep", "summary", "per_query", "recommendations", "splits", "stats"} <= set(run.tables)
+    assert run.info["recommendations"][0]["mode"] == "fts"
+    keys = ["backend", "mode", "corpus", "split", "family", "limit", "fts_min_terms", "fts_min_coverage"]
+    live = result.sweep.sort_values(keys).reset_index(drop=True)
+    kept = run.sweep.sort_values(keys).reset_index(drop=True)[live.columns]
+    assert kept["ndcg@10"].dtype == "float32" and kept["fts_min_terms"].dtype == live["fts_min_terms"].dtype
+    pd.testing.assert_frame_equal(kept, live, check_dtype=False, rtol=1e-6)  # metrics kept as float32
+    per_query = run.per_query.sort_values(["policy", "query_id"]).reset_index(drop=True)
+    assert isinstance(per_query["ranking"][0], tuple) and isinstance(per_query["tags"][0], tuple)
+    live_q = result.per_query.sort_values(["policy", "query_id"]).reset_index(drop=True)
+    assert per_query["ranking"].tolist() == live_q["ranking"].tolist()
+    with pytest.raises(AttributeError, match="no table 'nope'"):
+        run.nope
+    from powercontext.magics.widgets import ThresholdTuner
+
+    tuner = ThresholdTuner(run)  # a kept run drives the tuner like a live result
+    assert tuner.point is not None
+
+
+def test_the_terminal_summary_fits_100_columns_and_explains_its_abbreviations(tiny, tmp_path):
+    from powercontext.eval.console import WIDTH, format_summary
+
+    result = harness.sweep(tiny, modes=("fts",), grid=Grid((1, 2, 3), (0.0, 0.25), (0.3,), (8,)),
+                           out=tmp_path / "run", progress=False, write=False, folds=0)
+    text = format_summary(result)
+    assert max(map(len, text.splitlines())) <= WIDTH == 100, [line for line in text.splitlines() if len(line) > 100]
+    flat = " ".join(text.split())  # the legend is wrapped at 100 columns
+    assert "legend:" in flat and "FA: false admission" in flat and "xs: cross-script terms" in flat
+    for header in ("nDCG@10 [95% CI]", "R@10", "FA [95% CI]", "empty", "hits"):
+        assert header in text
+    assert "SetF" not in text  # in summary.csv, not on the terminal
 
 
 def test_api_sweep_on_both_backends_in_every_mode(tiny, tmp_path, oceanbase_url, monkeypatch):
@@ -103,7 +145,7 @@ def test_run_cli_evaluates_one_policy_through_admission_fuse(tiny, tmp_path, cap
                  "--policy", "fts_min_terms=1,fts_min_coverage=0.5", "--out", str(tmp_path / "one")]) == 0
     printed = capsys.readouterr().out
     assert "terms≥1 cov≥0.5" in printed
-    per_query = pd.read_csv(tmp_path / "one" / "per_query.csv")
+    per_query = pd.read_parquet(tmp_path / "one" / "per_query.parquet")
     assert len(per_query) == 16 and (per_query["fts_min_coverage"] == 0.5).all()
     # the reference path and the sweep agree on the same policy
     _, summary = harness.run(tiny, policy=AdmissionPolicy(1, 0.5), backends=("sqlite",), modes=("fts",), progress=False)

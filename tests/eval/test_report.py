@@ -16,7 +16,8 @@ import powercontext as pc
 
 from powercontext.eval import harness
 from powercontext.eval.plots import BACKEND_STYLE, cosine_positions
-from powercontext.eval.report import _policy_call, COLLAPSE_ROWS, MAX_WIDTH, SECTIONS, fmt_p, render_html, stats_overview
+from powercontext.eval.report import COLLAPSE_ROWS, MAX_WIDTH, SECTIONS, fmt_p, render_html, stats_overview
+from powercontext.eval.verdict import SMALL, explicit_call
 from powercontext.eval.sweep import Grid
 
 from .fakes import HashEmbedding, write_corpus
@@ -85,7 +86,8 @@ def page(result):
 def test_a_table_of_contents_links_every_section_in_order(page):
     text, root = page
     sections = list(root.iter("section"))
-    assert len(sections) == len(SECTIONS) and all(s.attrs.get("id") for s in sections)
+    assert len(sections) == len(SECTIONS) - 1 and all(s.attrs.get("id") for s in sections)  # no external run given
+    assert "external" not in {s.attrs["id"] for s in sections}
     (nav,) = root.iter("nav")
     links = [a.attrs["href"] for a in nav.iter("a")]
     assert links == [f"#{s.attrs['id']}" for s in sections]
@@ -97,20 +99,43 @@ def test_the_first_section_answers_what_to_set_and_what_it_costs(page, result):
     first = next(root.iter("section"))
     assert first.attrs["id"] == "recommendation"
     body = first.all_text()
-    joint = result.recommendations.set_index("mode").loc["joint"]
-    call = _policy_call(joint)
-    assert call.startswith("pc.AdmissionPolicy") and call in body
-    # the call shown is the one that makes the recommended policy
-    assert eval(call.split("  #")[0], {"pc": pc}) == result.recommended("joint")  # noqa: S307
+    # the call shown is the one that makes the recommended policy, every threshold spelled out
+    call = explicit_call(result.recommended("joint"))
+    assert call.startswith("pc.AdmissionPolicy(fts_min_terms=") and call in body
+    assert eval(call, {"pc": pc}) == result.recommended("joint")  # noqa: S307
     (table,) = first.iter("table")
     header = [th.all_text() for th in table.iter("th")]
-    assert {"mode", "database", "thresholds", "ndcg@10 [95% CI]", "false adm. [95% CI]", "no admission: nDCG, FA"} <= set(header)
+    assert {"mode", "database", "thresholds", "ndcg@10 [95% CI]", "false adm. [95% CI]", "queries (pos/empty)"} <= set(header)
     rows = [[td.all_text() for td in tr.iter("td")] for tr in table.iter("tr")][1:]
     assert {(r[0], r[1]) for r in rows} == {(m, "sqlite") for m in ("fts", "vector", "hybrid")}
+    assert {r[2] for r in rows} >= {"library default", "this run's (mode)", "no-admission"}
     ci = header.index("ndcg@10 [95% CI]")
     assert all(re.fullmatch(r"\d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]", r[ci]) for r in rows), rows
     images = list(first.iter("img"))
     assert len(images) == 1 and images[0].attrs["src"].startswith("data:image/png;base64,")  # the frontier
+
+
+def test_the_first_screen_names_the_library_defaults_real_thresholds_beside_the_runs_own(page, result):
+    """Issue 36: the report opened with the run's choice written as a difference from
+    AdmissionPolicy() and called another row "the library default"."""
+    _, root = page
+    first = next(root.iter("section"))
+    verdict = next(d for d in first.iter("div") if d.attrs.get("class") == "verdict").all_text()
+    default = pc.AdmissionPolicy()
+    for name in ("fts_min_terms", "fts_min_coverage", "hybrid_fts_min_terms", "hybrid_fts_min_coverage",
+                 "vector_min_centred", "cross_script_min_terms", "vector_uncovered"):
+        value = getattr(default, name)
+        shown = f"{value:g}" if isinstance(value, float) else repr(value)
+        assert f"{name}={shown}" in verdict, name
+    assert verdict.index("Library default") < verdict.index("This run's recommendation")
+    assert "leave-one-corpus-out" in verdict and "embedding profile" in verdict
+    body = first.all_text()
+    assert "Why they differ" in body and "To paste" in body and explicit_call(default) in body
+    assert "the library default" not in body.split("Library default")[0]  # no other row claims to be it
+    # 16 queries: every rate rests on fewer than 20, and the page says so
+    assert any(p.attrs.get("class") == "warn" and f"fewer than {SMALL}" in p.all_text() for p in first.iter("p"))
+    text = page[0].split("<section id='recommendation'>", 1)[1].split("</section>", 1)[0]
+    assert "<i>empty</i>: share of positive queries (with a relevant entry) given nothing" in text
 
 
 def test_tables_scroll_inside_the_page_and_long_ones_are_folded(page):
@@ -171,3 +196,22 @@ def test_backends_are_drawn_distinguishably_and_no_admission_sits_off_axis():
     assert -0.5 < x.iloc[0] < 0.0 and list(x.iloc[1:]) == [0.0, 0.3, 0.6]
     labels = [t.get_text() for t in ax.get_xticklabels()]
     assert labels[0] == "none" and "-1.0" not in labels
+
+
+def test_a_test_false_admission_above_the_bound_and_small_samples_are_said():
+    """Issue 36: the recommended hybrid policy showed test false admission 0.390 under a
+    stated bound of 0.30, and a 3-negative corpus showed [0.000, 0.000] without a word."""
+    from types import SimpleNamespace
+
+    from powercontext.eval.recommend import Objective
+    from powercontext.eval.verdict import bound_notes, sample_note, small_notes
+
+    rows = [dict(split="test", policy=p, backend="sqlite", mode="hybrid", label=label, false_admission=fa,
+                 positive=120, empty=3)
+            for p, label, fa in (("recommended", "a", 0.390), ("joint", "a", 0.390), ("default", "b", 0.5))]
+    result = SimpleNamespace(objective=Objective(bound=0.3), summary=pd.DataFrame(rows))
+    (note,) = bound_notes(result)  # one note for recommended = joint; the library default is not "this run's"
+    assert "0.390 of the empty-answer queries: above the 0.3 bound it met on the dev split" in note
+    (small,) = small_notes(result)
+    assert "false admission on 3 empty-answer queries" in small and "nDCG@10" not in small
+    assert sample_note(20, 20) == "" and "nDCG@10 on 1 positive query" in sample_note(1, 50)

@@ -3,6 +3,8 @@ harness's own figures."""
 
 from __future__ import annotations
 
+import gzip
+
 import pytest
 from ranx import Qrels, Run, evaluate
 
@@ -15,7 +17,9 @@ def test_every_named_policy_has_a_run_file_in_trec_format(tiny_run):
     assert {"recommended", "initial", "default", "no-admission"} <= policies
     for policy in policies:
         assert run_path(out, "sqlite", "fts", policy).is_file(), policy
-    lines = run_path(out, "sqlite", "fts", "no-admission").read_text().splitlines()
+    path = run_path(out, "sqlite", "fts", "no-admission")
+    assert path.name == "sqlite-fts-no-admission.run.gz"
+    lines = gzip.decompress(path.read_bytes()).decode().splitlines()
     first = lines[0].split()
     assert len(first) == 6 and first[1] == "Q0" and first[3] == "1" and first[4] == "8"
     assert first[5] == "pc-sqlite-fts-no-admission"
@@ -29,7 +33,7 @@ def test_every_named_policy_has_a_run_file_in_trec_format(tiny_run):
 @pytest.mark.parametrize("policy", ["recommended", "initial", "no-admission"])
 def test_ranx_rescoring_a_run_file_gives_the_harness_figure(tiny_run, policy):
     qrels = Qrels.from_file(str(tiny_run.out / QRELS_NAME), kind="trec")
-    run = Run.from_file(str(run_path(tiny_run.out, "sqlite", "fts", policy)), kind="trec")
+    run = Run.from_file(str(run_path(tiny_run.out, "sqlite", "fts", policy)))  # ranx reads the .gz as it is
     scores = evaluate(qrels, run, ["ndcg@10", "recall@10", "mrr@10"], make_comparable=True)
     summary = tiny_run.summary
     row = summary[(summary["policy"] == policy) & (summary["split"] == "all") & (summary["mode"] == "fts")].iloc[0]
@@ -50,7 +54,7 @@ def test_the_report_explains_the_estimate_and_lists_the_files(tiny_run):
     assert "chosen on all queries, its held-out cost estimated by 5-fold cross-validation" in page
     files = page[page.index("<section id='files'>"):]
     for policy in ("recommended", "initial", "default", "no-admission"):
-        assert f"runs/sqlite-fts-{policy}.run" in files
+        assert f"runs/sqlite-fts-{policy}.run.gz" in files
     dev_test = harness.analyse(tiny_run.collected, tiny_run.grid, Objective(), folds=0)
     page = render_html(dev_test)
     method = page[page.index("<section id='method'>"):page.index("</section>", page.index("<section id='method'>"))]

@@ -160,9 +160,10 @@ def test_admission_inspector_wraps_the_reason_and_text_and_keeps_the_other_cells
     run(shell, f'%pcmem remember --memory {mid} --kind preference "{LONG}"')
     w = AdmissionInspector(svc, [mid], runner=runner, query="make test push main red")
     assert len(w.rejected) + len(w.admitted) >= 2
-    for table in (w.hits_table.value, w.admitted_table.value, w.rejected_table.value):
+    for frame, table in ((w.hits, w.hits_table.value), (w.admitted, w.admitted_table.value),
+                         (w.rejected, w.rejected_table.value)):
         assert re.match(r"<div class='pcmem-scroll' style='overflow-x:auto;max-width:100%'><table", table)
-        header = Cells(table).cells[:len(w.admitted.columns)]
+        header = Cells(table).cells[:len(frame.columns)]
         assert all("white-space:nowrap" in attrs.get("style", "") for attrs, _ in header)
     for frame, table in ((w.admitted, w.admitted_table.value), (w.rejected, w.rejected_table.value)):
         body = Cells(table).cells[len(frame.columns):]
@@ -170,9 +171,10 @@ def test_admission_inspector_wraps_the_reason_and_text_and_keeps_the_other_cells
         for row, reason in zip(rows, frame.reason):
             cells = dict(zip(frame.columns, row))
             assert cells["reason"][1] == reason  # whole, not cut
-            for name in ("reason", "text"):
+            wrapped = ("reason", "text", "memory", "entry_id")
+            for name in wrapped:
                 assert "white-space:normal" in cells[name][0]["style"] and "overflow-wrap:anywhere" in cells[name][0]["style"]
-            assert all("white-space:nowrap" in cells[c][0]["style"] for c in frame.columns if c not in ("reason", "text"))
+            assert all("white-space:nowrap" in cells[c][0]["style"] for c in frame.columns if c not in wrapped)
     assert any(text.startswith(LONG[:60]) for _, text in Cells(w.admitted_table.value + w.hits_table.value).cells)
 
 
