@@ -539,6 +539,11 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         entries without a vector are absent."""
 
     @abstractmethod
+    def _returned_values(self, vectors: Sequence[Sequence[float]]) -> Any:
+        """(n, d) numpy array: the values this database returns for ``vectors`` once
+        it has stored them (vector_values.py)."""
+
+    @abstractmethod
     def _read_vector_sum(self, tx: Any, artifact_id: str) -> tuple[int, list[int]]:
         """(count, fixed-point sums) of the Memory's active vectors; (0, zeros) if none."""
 

@@ -6,8 +6,10 @@ vectors in one row, changed in the same transaction as its head projection, so c
 exact for the head a search confirms and costs one row read per searched Memory.
 
 The sum is kept in fixed point (int64 per component, ``SCALE`` = 2**32 units per 1.0)
-of each vector as the database returns it, read back inside the writing transaction
-(OceanBase returns vectors as 6-digit text, SQLite the float32 bytes). Integer
+of each vector as the database returns it (OceanBase returns vectors as 6-digit text,
+SQLite the float32 bytes): a vector leaving the head is read back inside the writing
+transaction, one entering it is taken as the database will return it
+(vector_values.py). Integer
 addition is exact and order-free: removing a vector subtracts exactly what adding it
 added, so a Memory after any sequence of writes has the very sum a rebuild from
 scratch computes (a float running sum would drift with every revise and forget). With
@@ -20,13 +22,18 @@ import operator
 import struct
 from typing import Iterable, Sequence
 
+import numpy as np
+
 SCALE = float(2**32)
-_F32 = struct.Struct("<f")
 
 
 def quantize(values: Sequence[float]) -> list[int]:
-    """The fixed-point form of one vector as the database returns it (float32)."""
-    return [round(_F32.unpack(_F32.pack(v))[0] * SCALE) for v in values]
+    """The fixed-point form of one vector as the database returns it (float32). One
+    pack for the whole vector and C-level maps: per component in Python, quantizing
+    took ~2 ms a vector, 23 s of a 10k-entry OceanBase load on a busy machine."""
+    n = len(values)
+    as_float32 = struct.unpack(f"<{n}f", struct.pack(f"<{n}f", *values))
+    return list(map(round, map(SCALE.__mul__, as_float32)))
 
 
 def pack(sums: Sequence[int]) -> bytes:
@@ -50,11 +57,20 @@ class VectorSumDelta:
 
     def add(self, values: Sequence[float]) -> None:
         self.count += 1
-        self.sums = [a + b for a, b in zip(self.sums, quantize(values))]
+        self.sums = list(map(operator.add, self.sums, quantize(values)))
 
     def remove(self, values: Sequence[float]) -> None:
         self.count -= 1
-        self.sums = [a - b for a, b in zip(self.sums, quantize(values))]
+        self.sums = list(map(operator.sub, self.sums, quantize(values)))
+
+    def add_many(self, returned: np.ndarray) -> None:
+        """Add the rows of ``returned``, (n, d) values as the database returns them
+        (vector_values.py), in one pass: the same integers as ``add`` row by row
+        (numpy's rint rounds half to even, like ``round``)."""
+        if len(returned):
+            self.count += len(returned)
+            fixed = np.rint(np.asarray(returned, dtype=np.float32).astype(np.float64) * SCALE).astype(np.int64)
+            self.sums = list(map(operator.add, self.sums, fixed.sum(axis=0).tolist()))
 
     def __bool__(self) -> bool:
         return self.count != 0 or any(self.sums)

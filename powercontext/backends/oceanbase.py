@@ -37,7 +37,7 @@ from ..errors import (
 from ..model import EmbeddingProfile
 from ..redaction import redact
 from .. import analyzer as analyzer_module
-from . import centroid
+from . import centroid, vector_values
 from .base import DatabaseMemoryBackend
 from .driver import (
     DATABASE_NAME,
@@ -485,6 +485,9 @@ class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, PortableSQL, Dat
                 tx.execute(sql + f" AND entry_id IN ({_marks(len(part))})", [artifact_id, *part])
             out.update((entry_id, stored_vector_values(value)) for entry_id, value in tx.fetchall())
         return out
+
+    def _returned_values(self, vectors):
+        return vector_values.six_digits(vectors)  # the VECTOR column reads back as 6-digit text
 
     def _read_vector_sum(self, tx, artifact_id):
         tx.execute("SELECT vector_count, vector_sum FROM memory_vector_sums WHERE memory_artifact_id = %s", (artifact_id,))

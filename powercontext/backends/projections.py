@@ -40,7 +40,7 @@ class ProjectionUpkeep:
             delta = centroid.VectorSumDelta(self.embedding_profile.dimension)
             for values in (self._projection_vectors(tx, plan.artifact_id, leaving) if leaving else {}).values():
                 delta.remove(values)
-            entering: list[str] = []
+            entering: list[tuple[float, ...]] = []
         gone: list[str] = []  # entries whose projection goes
         put = []  # items whose projection is new or of another version
         for item, old in pairs:
@@ -65,7 +65,7 @@ class ProjectionUpkeep:
             vector = plan.vectors.get(item.entry_version_id)
             every_row_vectored = every_row_vectored and vector is not None
             if sums and vector is not None:
-                entering.append(item.entry_id)
+                entering.append(vector[1])
             rows.append((item.entry_id, item.entry_version_id, item.entry_content_hash, texts[item.entry_version_id],
                          vector))
         # In batches, one in-list at a time: on OceanBase every statement is a round
@@ -75,11 +75,10 @@ class ProjectionUpkeep:
         for part in self._in_lists(rows):
             self._put_projections(tx, plan.artifact_id, plan.next_revision, part)
         if sums and entering:
-            # Added as read back from the database, like the removals above: a server
-            # that returns vectors in a rounded text form (OceanBase: 6 digits) then
-            # subtracts, later, exactly what it added here.
-            for values in self._projection_vectors(tx, plan.artifact_id, entering).values():
-                delta.add(values)
+            # Added as the database will return them, like the removals above read
+            # them: a server that returns vectors in a rounded text form (OceanBase: 6
+            # digits) then subtracts, later, exactly what it added here.
+            delta.add_many(self._returned_values(entering))
         if sums and delta:
             count, total = self._read_vector_sum(tx, plan.artifact_id)
             self._write_vector_sum(tx, plan.artifact_id, *delta.applied_to(count, total))

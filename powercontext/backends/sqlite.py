@@ -19,7 +19,7 @@ import apsw
 
 from ..errors import BackendUnavailableError, DatabaseBusyError, PowerContextError
 from ..model import EmbeddingProfile
-from . import centroid
+from . import centroid, vector_values
 from .base import DatabaseMemoryBackend
 from .portable import PortableSQL, marks
 from .rules import lineage_hash, schema_records
@@ -383,6 +383,9 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
                 sql + f" AND h.entry_id IN ({','.join('?' * len(part))})", [artifact_id, *part])
             out.update((entry_id, struct.unpack(f"<{len(blob) // 4}f", blob)) for entry_id, blob in tx.execute(query, params))
         return out
+
+    def _returned_values(self, vectors):
+        return vector_values.as_float32(vectors)  # vec0 keeps the float32 bytes
 
     def _read_vector_sum(self, tx, artifact_id):
         row = tx.execute(
