@@ -526,8 +526,17 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         """Insert or replace one powercontext_schema row."""
 
     @abstractmethod
-    def _head_rows(self, tx: Any) -> list[tuple[int, str, str]]:
-        """(projection_id, memory_artifact_id, entry_version_id) of every head projection row."""
+    def _head_rows(self, tx: Any) -> list[tuple[int, str, str, str | None]]:
+        """(projection_id, memory_artifact_id, entry_version_id, searchable_text) of every
+        head projection row; the text is None where the full-text index holds another."""
+
+    @abstractmethod
+    def _projection_rows(self, tx: Any, artifact_id: str, entry_ids: Sequence[str]) -> dict[str, tuple[Any, ...]]:
+        """What a rebuild compares, for those entries' head rows (one in-list): {entry_id:
+        (projection_id, entry_version_id, entry_content_hash, searchable_text,
+        embedding_content_hash, vector)}, the vector as the database returns it (a
+        numpy row) or None. The text is None where the full-text index holds another;
+        the embedding hash None where no vector row belongs to this version."""
 
     @abstractmethod
     def _set_searchable_text(self, tx: Any, projection_id: int, searchable_text: str) -> None:

@@ -27,6 +27,8 @@ import time
 from typing import Any, Iterator
 from urllib.parse import unquote, urlparse
 
+import numpy as np
+
 from ..errors import (
     BackendUnavailableError,
     ConnectionLostError,
@@ -463,8 +465,22 @@ class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, PortableSQL, Dat
         tx.execute("REPLACE INTO powercontext_schema (`key`, value) VALUES (%s, %s)", (key, value))
 
     def _head_rows(self, tx):
-        tx.execute("SELECT projection_id, memory_artifact_id, entry_version_id FROM memory_entry_heads ORDER BY projection_id")
+        # the FULLTEXT index is the server's, maintained with the row: the row's text is its text
+        tx.execute("SELECT projection_id, memory_artifact_id, entry_version_id, searchable_text FROM memory_entry_heads "
+                   "ORDER BY projection_id")
         return [tuple(r) for r in tx.fetchall()]
+
+    def _projection_rows(self, tx, artifact_id, entry_ids):
+        vector = ", embedding" if self._vector_column else ""
+        tx.execute(f"SELECT entry_id, projection_id, entry_version_id, entry_content_hash, searchable_text, "
+                   f"embedding_content_hash{vector} FROM memory_entry_heads WHERE memory_artifact_id = %s "
+                   f"AND entry_id IN ({_marks(len(entry_ids))})", (artifact_id, *entry_ids))
+        out = {}
+        for row in tx.fetchall():
+            text = row[6] if self._vector_column else None
+            values = None if text is None else np.asarray(stored_vector_values(text))
+            out[row[0]] = (row[1], row[2], row[3], row[4], row[5], values)
+        return out
 
     def _set_searchable_text(self, tx, projection_id, searchable_text):
         # The FULLTEXT index is maintained by the server with the row.

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import apsw
+import numpy as np
 
 from ..errors import BackendUnavailableError, DatabaseBusyError, PowerContextError
 from ..model import EmbeddingProfile
@@ -363,7 +364,30 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
 
     def _head_rows(self, tx):
         return [tuple(r) for r in tx.execute(
-            "SELECT projection_id, memory_artifact_id, entry_version_id FROM memory_entry_heads ORDER BY projection_id")]
+            "SELECT h.projection_id, h.memory_artifact_id, h.entry_version_id, "
+            "CASE WHEN f.searchable_text = h.searchable_text THEN h.searchable_text END "
+            "FROM memory_entry_heads AS h LEFT JOIN memory_entry_search_fts AS f ON f.rowid = h.projection_id "
+            "ORDER BY h.projection_id")]
+
+    def _projection_rows(self, tx, artifact_id, entry_ids):
+        vector_columns = vector_joins = ""
+        if self._vector_tables:
+            # metadata of another version or content does not belong to this row
+            vector_columns = (", CASE WHEN m.entry_version_id = h.entry_version_id AND m.entry_content_hash = "
+                              "h.entry_content_hash THEN m.embedding_content_hash END, v.embedding")
+            vector_joins = (" LEFT JOIN memory_entry_vector_metadata AS m ON m.projection_id = h.projection_id"
+                            " LEFT JOIN memory_entry_search_vector AS v ON v.rowid = h.projection_id")
+        out = {}
+        for row in tx.execute(
+                "SELECT h.entry_id, h.projection_id, h.entry_version_id, h.entry_content_hash, "
+                f"CASE WHEN f.searchable_text = h.searchable_text THEN h.searchable_text END{vector_columns} "
+                "FROM memory_entry_heads AS h LEFT JOIN memory_entry_search_fts AS f ON f.rowid = h.projection_id"
+                f"{vector_joins} WHERE h.memory_artifact_id = ? AND h.entry_id IN ({marks(len(entry_ids))})",
+                (artifact_id, *entry_ids)):
+            embedding_hash, blob = row[5:] if self._vector_tables else (None, None)
+            values = None if blob is None else np.frombuffer(blob, dtype="<f4").astype(np.float64)
+            out[row[0]] = (row[1], row[2], row[3], row[4], embedding_hash, values)
+        return out
 
     def _set_searchable_text(self, tx, pid, searchable_text):
         tx.execute("UPDATE memory_entry_heads SET searchable_text = ? WHERE projection_id = ?", (searchable_text, pid))

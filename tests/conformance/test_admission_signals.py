@@ -164,9 +164,13 @@ async def test_the_analyzer_migration_rebuilds_the_full_text_projection(open_ser
     try:
         assert not await svc.search("conventions", (rev2,), mode="fts", policy=NO_ADMISSION)
         before = await _stored_sum(svc, rev.artifact_id)
+        texts = [e.text for e in [*await svc.entries(rev), *await svc.entries(rev2)]]
+        differ = sum(analyzer.get("v1").searchable_text(t) != analyzer.get("v2").searchable_text(t) for t in texts)
+        assert 0 < differ < len(texts)  # stemming changes some rows, not all
         rebuilt = await svc.rebuild_projections(analyzer="v2")
         assert rebuilt == {rev.artifact_id: 4, rev2.artifact_id: 1}
         assert svc.backend.analyzer.version == "v2"
+        assert svc.backend.last_rebuild_writes == differ  # only rows whose text changes are rewritten
         hits = await svc.search("conventions", (rev2,), mode="fts", policy=NO_ADMISSION)
         assert [h.text for h in hits] == ["Keep the validation convention for docs."]
         stored = dict(await sql(svc, "SELECT entry_version_id, searchable_text FROM memory_entry_heads"))
@@ -183,5 +187,7 @@ async def test_the_analyzer_migration_rebuilds_the_full_text_projection(open_ser
         assert (await svc.head(rev2.artifact_id)).revision == 1
         with pytest.raises(pc.InvalidMemoryRequestError, match="every Memory"):
             await svc.rebuild_projections([rev], analyzer="v1")
+        assert await svc.rebuild_projections(analyzer="v2") == rebuilt  # again: nothing to rewrite
+        assert svc.backend.last_rebuild_writes == 0
     finally:
         await other.close()

@@ -67,9 +67,9 @@ async def test_a_statement_past_ob_query_timeout_is_typed_names_the_limit_and_is
         monkeypatch.setattr(backend, "_rebuild_sync", counted)
 
         def lower_the_timeout(cursor, statement):
-            # once projection rows are deleted, the session lets a statement run 1 µs:
-            # the next one is stopped by the server, as a 100k-row one was at 60 s
-            if statement.startswith("DELETE FROM memory_entry_heads"):
+            # once the projection is read, the session lets a statement run 1 µs: the
+            # next one is stopped by the server, as a 100k-row one was at 60 s
+            if "FROM memory_entry_heads" in statement:
                 cursor.execute("SET ob_query_timeout = 1")
 
         record(monkeypatch, backend, [], after=lower_the_timeout)
@@ -95,7 +95,7 @@ async def test_a_statement_past_ob_query_timeout_is_typed_names_the_limit_and_is
         drop_database(oceanbase_url, database)
 
 
-async def test_a_rebuild_runs_in_slices_and_rebuilds_the_same_projection(open_service, minilm, monkeypatch):
+async def test_a_rebuild_runs_in_slices_and_rewrites_only_the_rows_that_differ(open_service, minilm, monkeypatch):
     svc = await open_service(embedding=minilm, ids=SequentialIds())
     topics = ("the build cache", "the release checklist", "flaky integration tests", "database migrations")
     rev = await svc.remember(None, entries=tuple(
@@ -117,23 +117,32 @@ async def test_a_rebuild_runs_in_slices_and_rebuilds_the_same_projection(open_se
     monkeypatch.setattr(backend, "in_list_size", slice_size)
     log = []
     record(monkeypatch, backend, log, only_in="_rebuild_sync")
-    assert await svc.rebuild_projections(rev) == {rev.artifact_id: 300}
-    assert await state() == before  # same rows, same hits, the very same c̄ sum
     slices = math.ceil(300 / slice_size)
 
     def statements(prefix, mentions=""):
         return [(s, p, n) for s, p, n in log if s.lstrip().upper().startswith(prefix) and mentions in s]
 
-    # no per-entry update-or-insert: every row was just deleted
-    assert statements("UPDATE MEMORY_ENTRY_HEADS") == []
-    assert [s for s, _, _ in log if "entry_id = " in s] == []  # nor a per-entry lookup of the row
-    deletes = statements("DELETE FROM MEMORY_ENTRY_HEADS")
-    assert len(deletes) == slices and all(len(p) <= slice_size + 1 for _, p, _ in deletes), deletes
-    inserts = statements("INSERT INTO MEMORY_ENTRY_HEADS")
-    assert len(inserts) == slices and sorted(n for _, _, n in inserts) == [300 - 4 * slice_size] + [slice_size] * 4
-    # c̄ from scratch reads the vectors one slice at a time, never all of them at once
-    vector_reads = statements("SELECT", "embedding")
-    assert len(vector_reads) == slices and all(1 < len(p) <= slice_size + 1 for _, p, _ in vector_reads), vector_reads
+    def writes():
+        return [s for s, _, _ in log if s.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "REPLACE"))]
+
+    # nothing changed: nothing is written, and the head rows are read one slice at a time
+    assert await svc.rebuild_projections(rev) == {rev.artifact_id: 300}
+    assert writes() == [] and backend.last_rebuild_writes == 0
+    reads = statements("SELECT", "searchable_text")
+    assert len(reads) == slices and all(len(p) <= slice_size + 1 for _, p, _ in reads), reads
+    assert await state() == before
+    # 130 rows whose stored text differs from the analyzer's (three slices): exactly those are rewritten
+    stale = [row[0] for row in before[2][::2][:130]]
+    for part in (stale[:70], stale[70:]):
+        await sql(svc, f"UPDATE memory_entry_heads SET searchable_text = 'stale text' WHERE memory_artifact_id = ? "
+                  f"AND entry_id IN ({','.join('?' * len(part))})", (*key, *part))
+    log.clear()
+    assert await svc.rebuild_projections(rev) == {rev.artifact_id: 300}
+    assert backend.last_rebuild_writes == 130
+    rewrites = statements("UPDATE MEMORY_ENTRY_HEADS")
+    assert len(rewrites) == 130 and statements("DELETE FROM MEMORY_ENTRY_HEADS") == []
+    assert statements("INSERT INTO MEMORY_ENTRY_HEADS") == []
+    assert await state() == before  # the same rows, the same hits, the very same c̄ sum
     assert (await svc.verify(rev)).ok
 
 

@@ -142,7 +142,8 @@ async def test_a_warm_search_reads_c_bar_once_per_head_and_projection_generation
     # the heads with the schema values it checks in one statement, the heads again with
     # the head Revisions' rows in one statement after the channel queries, and the
     # vector sums behind c̄ once per (heads, projection generation). A rebuild in
-    # another handle bumps the generation, so the sums are read again there.
+    # another handle that rewrites rows bumps the generation, so the sums are read
+    # again there; one that finds nothing to rewrite leaves it.
     rev, _ = docs
     query = "javascript dependencies, and who has to approve schema changes"
     first = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW, explain=True)
@@ -156,7 +157,12 @@ async def test_a_warm_search_reads_c_bar_once_per_head_and_projection_generation
     assert reads == ["_search_state", "_heads_and_revisions"]  # no separate Revision row read
     other = await pc.open(vsvc.backend.path if backend_name == "sqlite" else vsvc.backend.url, embedding=minilm)
     try:
-        await other.rebuild_projections((rev,))
+        await other.rebuild_projections((rev,))  # nothing to rewrite
+        reads.clear()
+        assert (await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW)).hits == first.hits
+        assert reads.count("_read_vector_sum") == 0
+        await sql(other, "UPDATE memory_entry_heads SET searchable_text = 'stale' WHERE entry_id = ?", (docs[1][0],))
+        await other.rebuild_projections((rev,))  # rewrites that row
     finally:
         await other.close()
     reads.clear()
