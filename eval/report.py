@@ -474,7 +474,7 @@ nav.toc ol{{display:flex;flex-wrap:wrap;gap:.2em 1.4em;margin:.4em 0 1em;padding
 .scroll{{overflow-x:auto;max-width:100%}}
 table.t{{border-collapse:collapse;font-size:12px;margin:.5em 0}}
 table.t th,table.t td{{padding:2px 8px;border-bottom:1px solid #eee;text-align:right}}
-table.t th{{overflow-wrap:anywhere;min-width:4em}}
+table.t th{{overflow-wrap:break-word}}
 table.t th{{background:#f4f4f4;position:sticky;top:0}}
 details{{margin:.4em 0}}details>summary{{cursor:pointer;color:#0645ad}}
 dt{{font-weight:600;margin-top:.4em}}dd{{margin-left:1.5em}}
