@@ -9,18 +9,47 @@ from __future__ import annotations
 from .redaction import redact_text
 
 
+#: Characters of an argument a message quotes (``shown``).
+MAX_QUOTED_CHARS = 80
+#: A message longer than this keeps its head and tail and says how much was cut: a
+#: message that quotes a 10 MB argument somewhere is not 10 MB long.
+MAX_MESSAGE_CHARS = 1000
+
+
+def shown(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
+    """``repr(value)`` for a message, at most ``limit`` characters (plus an ellipsis and
+    the length of what was left out)."""
+    if isinstance(value, (str, bytes, bytearray)) and len(value) > limit:
+        return f"{value[:limit]!r}… ({len(value)} {'characters' if isinstance(value, str) else 'bytes'})"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real error
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else f"{text[:limit]}… ({type(value).__name__})"
+
+
+def _capped(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[-(limit // 4):]
+    return f"{head} …[{len(text) - len(head) - len(tail)} characters cut]… {tail}"
+
+
 class PowerContextError(Exception):
     """Base class of every error this library raises on purpose.
 
     Messages are passed through ``redact_text``: a URL quoted in any message never
-    shows its password. ``retryable`` says whether running the same call again later
-    can succeed (a busy file, a server that is restarting) without changing anything.
+    shows its password; and they are capped at ``max_message_chars`` (a class that
+    lists many problems, like a corpus's, sets None). ``retryable`` says whether running
+    the same call again later can succeed (a busy file, a server that is restarting)
+    without changing anything.
     """
 
     retryable: bool = False
+    max_message_chars: int | None = MAX_MESSAGE_CHARS
 
     def __init__(self, *args: object) -> None:
-        super().__init__(*(redact_text(a) if isinstance(a, str) else a for a in args))
+        super().__init__(*(_capped(redact_text(a), self.max_message_chars) if isinstance(a, str) else a for a in args))
 
 
 class RevisionConflictError(PowerContextError):
@@ -137,6 +166,11 @@ class CommitOutcomeUnknownError(ConnectionLostError):
     """The connection was lost while a commit was in flight and the outcome could not
     be re-read (the server is still down). Reread the head once the server is back
     (``svc.head(artifact_id)``) before retrying: the Revision may or may not exist."""
+
+
+class ServiceClosedError(PowerContextError, RuntimeError):
+    """The MemoryService (its database connection) was closed; open a new one with
+    ``pc.open(...)``. (A RuntimeError too, as the closed backend's plain error was.)"""
 
 
 class EmbeddingUnavailableError(PowerContextError):

@@ -122,6 +122,8 @@ class SeekdbStartError(BackendUnavailableError, RuntimeError):
     same lines for programmatic use.
     """
 
+    max_message_chars = None  # the command line and the log lines are what to read
+
     def __init__(self, message: str, log_tail: str = "") -> None:
         super().__init__(message + (f"\n--- last log lines ---\n{log_tail}" if log_tail else ""))
         self.log_tail = log_tail

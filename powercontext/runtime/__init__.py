@@ -12,14 +12,20 @@ from ..errors import InvalidRuntimeRequestError, SourceConflictError
 from ..memory.candidates import CandidatePipeline
 from ..model import ArtifactRef, MemoryEntryInput, MemoryRevision
 from .capture import ScopedSourceApplication
-from .errors import InvalidSourcePayloadError, RuntimeClosedError, RuntimeOwnershipError, SchedulerStoreError
+from .composition import PowerContext
+from .errors import (
+    InvalidSourcePayloadError,
+    RuntimeClosedError,
+    RuntimeOwnershipError,
+    RuntimeStateError,
+    SchedulerStoreError,
+)
 from .memory import ScopedMemoryApplication
 from .oceanbase_storage import OceanBaseRuntimeStorage
 from .processor import ProcessorRun, ScheduledSourceProcessor
 from .requests import EntryAnchor, MemoryFlushResult, RememberMemoryRequest
 from .runtime import PowerContextRuntime, SchedulerConfig
 from .scheduling import DISPATCHER, JOB_ID, dispatch_source_window
-from .scoped import PowerContext
 from .sources import CapturedSource, CaptureReceipt, ContentCapture, ContentSource, ContentSourceAdapter
 from .sqlite_storage import SQLiteRuntimeStorage
 from .storage import JournalRecord, MemoryBinding, RuntimeScopeStorage, RuntimeStorage, ScopeProgress, WindowRecord
@@ -30,7 +36,7 @@ __all__ = [
     "ContentSourceAdapter", "DISPATCHER", "EntryAnchor", "InvalidRuntimeRequestError", "InvalidSourcePayloadError",
     "JOB_ID", "JournalRecord", "MemoryBinding", "MemoryEntryInput", "MemoryFlushResult", "MemoryRevision",
     "OceanBaseRuntimeStorage", "PowerContext", "PowerContextRuntime", "ProcessSourceWindow", "ProcessorRun",
-    "RememberMemoryRequest", "RuntimeClosedError", "RuntimeOwnershipError", "RuntimeScopeStorage", "RuntimeStorage",
+    "RememberMemoryRequest", "RuntimeClosedError", "RuntimeOwnershipError", "RuntimeStateError", "RuntimeScopeStorage", "RuntimeStorage",
     "SQLiteRuntimeStorage", "ScheduledSourceProcessor", "SchedulerConfig", "SchedulerStoreError", "ScopeProgress",
     "ScopedMemoryApplication", "ScopedSourceApplication", "SourceConflictError", "SourceCursor", "SourceHighWatermark",
     "SourceWindowTrigger", "TriggerTransition", "WindowRecord", "dispatch_source_window",

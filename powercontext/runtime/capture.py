@@ -1,28 +1,28 @@
 """The scoped Source application: ``runtime.sources.for_scope(scope)`` (RFC 001
 "Capturing a Source").
 
-``capture()`` does only this: resolve the ContentCapture, persist the ContentSource,
-allocate the scope's next journal sequence, return the canonical Source and its
-sequence. It never calls the candidate pipeline and never writes Memory.
+``capture()`` does only this: resolve the ContentCapture, allocate the scope's next
+journal sequence for it, persist the ContentSource as Memory-layer evidence, return the
+canonical Source and its sequence. It never calls the candidate pipeline and never
+writes Memory. (The RFC lists persisting before allocating; the journal row is the
+persisted Source here, and the Memory-layer copy follows it so that no kill can leave
+a copy without its record.)
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-from .. import model
 from ..errors import SourceConflictError
+from .scoped import ScopedRuntime
 from .scopes import SOURCE_TYPE, memory_source_name
 from .sources import CapturedSource, CaptureReceipt, ContentCapture, ContentSourceAdapter, encode_source
-
-if TYPE_CHECKING:
-    from .scoped import ScopedRuntime
 
 
 class ScopedSourceApplication:
     adapter = ContentSourceAdapter()
 
-    def __init__(self, scoped: "ScopedRuntime") -> None:
+    def __init__(self, scoped: ScopedRuntime) -> None:
         self._scoped = scoped
         self.scope = scoped.scope
 
@@ -34,7 +34,7 @@ class ScopedSourceApplication:
         sequence, ``created=False``); the same source_id with another payload raises
         SourceConflictError and writes nothing."""
         scoped = self._scoped
-        async with scoped.runtime._gate.admit():
+        async with scoped.gate.admit():
             source = self.adapter.resolve(value)
             existing = await scoped.store.get(SOURCE_TYPE, source.name)
             if existing is not None:
@@ -44,23 +44,31 @@ class ScopedSourceApplication:
                         f"(journal sequence {existing.sequence}); Sources are immutable: capture the new payload "
                         "under a new source_id"
                     )
-                return CaptureReceipt(self.scope, scoped.captured(existing).source, existing.sequence, False)
+                # an earlier capture of this payload may have stopped before its Memory-layer copy
+                captured = scoped.captured(existing)
+                await scoped.memory_source(captured)
+                return CaptureReceipt(self.scope, captured.source, existing.sequence, False)
             binding = await scoped.bind()
             name = memory_source_name(binding.memory_artifact_id, source.name)
-            await scoped.service.sources.persist(
-                model.ContentSource(name, source.content, source.description, dict(source.metadata))
-            )
-            record, created = await scoped.store.append(SOURCE_TYPE, source.name, name, encode_source(source), source.payload_hash)
+            await scoped.refuse_orphan_copy(name, source)
+            # The journal is the record of what was captured; the Memory-layer Source is
+            # its copy for citations. Journal first: a capture killed in between leaves a
+            # record that get() shows, a retry with the same payload acknowledges and
+            # flush() persists (idempotently). The other order left a Memory-layer Source
+            # with no journal record that blocked every later capture of that source_id.
+            record, created = await scoped.store.append(SOURCE_TYPE, source.name, name, encode_source(source),
+                                                        source.payload_hash)
+            await scoped.memory_source(scoped.captured(record))
             return CaptureReceipt(self.scope, source, record.sequence, created)
 
     async def get(self, source_id: str) -> CapturedSource:
         """A captured Source by its source_id (SourceNotFoundError if none)."""
-        async with self._scoped.runtime._gate.admit():
+        async with self._scoped.gate.admit():
             return await self._scoped.find(source_id)
 
     async def journal(self, after: int = 0, limit: int = 100) -> tuple[CapturedSource, ...]:
         """Captured Sources with sequence > ``after``, ascending, at most ``limit``."""
-        async with self._scoped.runtime._gate.admit():
+        async with self._scoped.gate.admit():
             records = await self._scoped.store.records(after, after + max(1, int(limit)))
             return tuple(self._scoped.captured(r) for r in records)
 
@@ -68,5 +76,5 @@ class ScopedSourceApplication:
         """The canonical captured Source an evidence reference names (JSON text or a
         mapping ``{"scope", "source_type": "content", "source_id"}``, strictly
         validated). A reference to something never captured here raises."""
-        async with self._scoped.runtime._gate.admit():
+        async with self._scoped.gate.admit():
             return await self._scoped.captured_for(reference)

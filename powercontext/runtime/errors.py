@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from ..errors import InvalidRuntimeRequestError, PowerContextError
 
-__all__ = ["InvalidSourcePayloadError", "RuntimeClosedError", "RuntimeOwnershipError", "SchedulerStoreError"]
+__all__ = [
+    "InvalidSourcePayloadError", "RuntimeClosedError", "RuntimeOwnershipError", "RuntimeStateError", "SchedulerStoreError",
+]
 
 
 class RuntimeClosedError(PowerContextError):
@@ -27,3 +29,10 @@ class InvalidSourcePayloadError(PowerContextError):
     """A persisted Source payload or evidence reference does not validate: the stored
     row was altered or written by something else. The window that holds it keeps its
     cursor until the row is repaired."""
+
+
+class RuntimeStateError(PowerContextError):
+    """A Runtime table holds a value this version never writes: text in an integer
+    column, or a cursor that disagrees with the journal and the window log (a
+    hand-edited or foreign row). Nothing is processed on top of it; the message names
+    the row and the value the Runtime expects there."""

@@ -16,22 +16,22 @@ entry is in that manifest (``MemoryEntryNotFoundError``).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..errors import (
     ArtifactNotFoundError,
     InvalidRuntimeRequestError,
     MemoryEntryNotFoundError,
     RevisionConflictError,
+    shown,
 )
 from ..model import ArtifactRef, MemoryEntryInput, MemoryEntryVersion, MemoryRevision, MemorySearchResult
+from .errors import RuntimeStateError
 from .requests import EntryAnchor, MemoryFlushResult, RememberMemoryRequest, as_anchor
+from .scoped import ScopedRuntime
 from .sources import CapturedSource
 from .sql_storage import utc_now
-from .trigger import SourceCursor, SourceHighWatermark, window_limit
-
-if TYPE_CHECKING:
-    from .scoped import ScopedRuntime
+from .trigger import ProcessSourceWindow, SourceCursor, SourceHighWatermark, window_limit
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def _reason(exc: BaseException) -> str:
 
 
 class ScopedMemoryApplication:
-    def __init__(self, scoped: "ScopedRuntime") -> None:
+    def __init__(self, scoped: ScopedRuntime) -> None:
         self._scoped = scoped
         self.scope = scoped.scope
 
@@ -50,7 +50,7 @@ class ScopedMemoryApplication:
 
     @property
     def _gate(self):
-        return self._scoped.runtime._gate
+        return self._scoped.gate
 
     @property
     def _svc(self):
@@ -71,7 +71,7 @@ class ScopedMemoryApplication:
 
     async def cursor(self) -> int:
         async with self._gate.admit():
-            return await self._scoped.store.cursor(self._scoped.runtime.trigger.name)
+            return await self._scoped.store.cursor(self._scoped.trigger.name)
 
     async def entries(self, state: str = "active") -> tuple[MemoryEntryVersion, ...]:
         async with self._gate.admit():
@@ -97,7 +97,7 @@ class ScopedMemoryApplication:
             current = 0 if head is None else head.revision
             if since_revision is not None and (not isinstance(since_revision, int) or isinstance(since_revision, bool)
                                                or since_revision < 0):
-                raise InvalidRuntimeRequestError(f"since_revision must be None or an integer ≥ 0, got {since_revision!r}")
+                raise InvalidRuntimeRequestError(f"since_revision must be None or an integer ≥ 0, got {shown(since_revision)}")
             if since_revision is not None and since_revision > current:
                 raise InvalidRuntimeRequestError(
                     f"since_revision {since_revision} is newer than the head of scope {self.scope!r} (Revision {current})"
@@ -220,43 +220,59 @@ class ScopedMemoryApplication:
         """Process the next Source window: through = min(high watermark, cursor + limit).
 
         Within the scope lock: read the cursor and high watermark, let the Trigger pick
-        the window, decode its canonical Sources, ``remember(mode="extract")``, and save
-        the cursor only after that succeeded. A failure keeps the cursor (the next
-        activation retries the same window); a replay after a crash between commit and
-        cursor save is recognised by the Memory as a no-op. Never raises for a failing
-        window: the result says ``failed`` and why."""
-        runtime = self._scoped.runtime
-        limit = window_limit(runtime.source_window_limit if limit is None else limit)
-        scoped, store, trigger = self._scoped, self._scoped.store, runtime.trigger
+        the window, decode its canonical Sources, log that the window is being committed
+        on the current head, ``remember(mode="extract")``, and save the cursor only after
+        that succeeded. A failure keeps the cursor (the next activation retries the same
+        window). A replay after a crash between the commit and the cursor save finds the
+        start log and the Revision the window committed on top of that head: it is a
+        no-op whatever the user did since (retired, revised or restored entries stay as
+        they are). Never raises for a failing window: the result says ``failed`` and why.
+        A cursor that disagrees with the journal or the window log (a hand-edited row)
+        is refused, not trusted: the result says ``failed`` and how to repair it."""
+        scoped = self._scoped
+        limit = window_limit(scoped.source_window_limit if limit is None else limit)
+        store, trigger = scoped.store, scoped.trigger
         async with self._gate.admit(), scoped.lock:
             started = utc_now()
             high = await store.high_watermark()
             before = await store.cursor(trigger.name)
-            transition = trigger.activate(SourceHighWatermark(high, limit), SourceCursor(before))
-            window = transition.action
-            result = dict(scope=self.scope, window=window, cursor_before=before, cursor=before, high_watermark=high)
+            result = dict(scope=self.scope, window=None, cursor_before=before, cursor=before, high_watermark=high)
+            problem = await store.cursor_problem(trigger.name)
+            if problem is not None:
+                return MemoryFlushResult(status="failed", error=problem, errors=(RuntimeStateError(problem),), **result)
+            window = trigger.activate(SourceHighWatermark(high, limit), SourceCursor(before)).action
+            result["window"] = window
             if window is None:
                 return MemoryFlushResult(status="idle", **result)
-            if runtime.candidate_pipeline is None:
+            if scoped.candidate_pipeline is None:
                 reason = "extraction is unavailable: this Runtime has no candidate pipeline"
                 await self._log_failure(window, "unavailable", reason, started)
                 return MemoryFlushResult(status="unavailable", error=reason, **result)
+            head = None
             try:
-                captured = [scoped.captured(r) for r in await store.records(window.after, window.through)]
-                if [c.sequence for c in captured] != list(range(window.after + 1, window.through + 1)):
-                    raise InvalidRuntimeRequestError(f"the journal of scope {self.scope!r} has a gap in window {window}")
-                sources = tuple([await scoped.memory_source(c) for c in captured])
                 binding = await scoped.bind()
-                head = await scoped.head(binding)
-                revision = await scoped.remember(binding, head, sources=sources, mode="extract")
+                replay = await self._committed_before(before, high, binding.memory_artifact_id)
+                if replay is not None:
+                    window, captured, replayed = replay  # exactly the window that was committed
+                    result["window"], revision = window, replayed
+                else:
+                    captured, sources = await self._window_sources(window)
+                    head = await scoped.head(binding)
+                    await store.start_window(trigger.name, window, binding.memory_artifact_id,
+                                             0 if head is None else head.revision, started)
+                    revision = await scoped.remember(binding, head, sources=sources, mode="extract")
             except Exception as exc:  # noqa: BLE001 - any failure keeps the cursor; the result says why
                 log.warning("scope %r window %s failed: %s", self.scope, window, _reason(exc))
                 await self._log_failure(window, "failed", _reason(exc), started)
                 return MemoryFlushResult(status="failed", error=_reason(exc), errors=(exc,), **result)
-            changed = revision is not None and (head is None or revision.ref != head.ref)
+            changed = replay is None and revision is not None and (head is None or revision.ref != head.ref)
             status = "committed" if changed else "no_change"
-            detail = (f"{len(captured)} Sources → {revision.ref}" if changed else
-                      f"{len(captured)} Sources, no change" + (f" (Memory stays at {revision.ref})" if revision else ""))
+            if replay is not None:
+                detail = f"{len(captured)} Sources, replayed: committed before as {revision.ref}"
+            elif changed:
+                detail = f"{len(captured)} Sources → {revision.ref}"
+            else:
+                detail = f"{len(captured)} Sources, no change" + (f" (Memory stays at {revision.ref})" if revision else "")
             try:
                 cursor = await store.complete_window(
                     trigger.name, window, status, None if revision is None else revision.artifact_id,
@@ -271,8 +287,39 @@ class ScopedMemoryApplication:
             return MemoryFlushResult(status=status, revision=revision, source_ids=tuple(c.source_id for c in captured),
                                      **result)
 
+    async def _window_sources(self, window: ProcessSourceWindow) -> tuple[list[CapturedSource], tuple[Any, ...]]:
+        """The window's captured Sources, decoded, and their Memory-layer evidence."""
+        scoped = self._scoped
+        captured = [scoped.captured(r) for r in await scoped.store.records(window.after, window.through)]
+        if [c.sequence for c in captured] != list(range(window.after + 1, window.through + 1)):
+            raise InvalidRuntimeRequestError(f"the journal of scope {self.scope!r} has a gap in window {window}")
+        return captured, tuple([await scoped.memory_source(c) for c in captured])
+
+    async def _committed_before(self, cursor: int, high: int, artifact_id: str):
+        """(window, captured, Revision) when an interrupted attempt at the window that
+        starts at ``cursor`` did commit, else None. Its start log names the head it
+        committed on (N, 0 for none): the commit is Revision N + 1 of the bound Memory,
+        if that Revision exists and its operation evidence is exactly that window's
+        Sources (an explicit write in between has other evidence). Recognising it by
+        its Revision, not by comparing entries, keeps the replay a no-op whatever the
+        user did since: a retired entry stays retired, a revised one is not re-added."""
+        scoped = self._scoped
+        started = await scoped.store.started_window(scoped.trigger.name, cursor)
+        if started is None or started.memory_artifact_id != artifact_id or not cursor < started.through <= high:
+            return None
+        try:
+            revision = await self._svc.revision(ArtifactRef(artifact_id, (started.revision or 0) + 1))
+        except ArtifactNotFoundError:
+            return None
+        window = ProcessSourceWindow(cursor, started.through)
+        captured, sources = await self._window_sources(window)
+        lineage = revision.lineage
+        if lineage.artifacts or set(lineage.sources) != {s.ref for s in sources}:
+            return None
+        return window, captured, revision
+
     async def _log_failure(self, window, outcome: str, reason: str, started: str) -> None:
         try:
-            await self._scoped.store.record_window(self._scoped.runtime.trigger.name, window, outcome, reason, started)
+            await self._scoped.store.record_window(self._scoped.trigger.name, window, outcome, reason, started)
         except Exception as exc:  # noqa: BLE001 - the failure itself is what the caller must see
             log.warning("could not log the %s window %s of scope %r: %s", outcome, window, self.scope, exc)

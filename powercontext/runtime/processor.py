@@ -13,13 +13,12 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import Awaitable, Callable
 
 from .errors import RuntimeClosedError
+from .lifecycle import LifecycleGate
 from .requests import MemoryFlushResult
-
-if TYPE_CHECKING:
-    from .runtime import PowerContextRuntime
+from .storage import RuntimeStorage
 
 log = logging.getLogger(__name__)
 
@@ -36,35 +35,38 @@ class ProcessorRun:
 
 
 class ScheduledSourceProcessor:
-    def __init__(self, runtime: "PowerContextRuntime") -> None:
-        self._runtime = runtime
+    """``flush`` is the scope's ordinary ``runtime.memory.for_scope(scope).flush``: the
+    processor is handed what it uses, not the Runtime that owns it."""
+
+    def __init__(self, gate: LifecycleGate, storage: RuntimeStorage, trigger_name: str,
+                 flush: Callable[[str], Awaitable[MemoryFlushResult]]) -> None:
+        self._gate, self._storage, self._trigger_name, self._flush = gate, storage, trigger_name, flush
         self.lock = asyncio.Lock()
         self.runs = 0
         self.last_run: ProcessorRun | None = None
 
     @property
     def closing(self) -> bool:
-        return self._runtime._gate.closing
+        return self._gate.closing
 
     async def run(self) -> ProcessorRun:
-        runtime = self._runtime
         started = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         async with self.lock:
-            if runtime._gate.closing:
+            if self._gate.closing:
                 return ProcessorRun(started)
             results, errors = [], []
             try:
-                pending = await runtime.storage.pending_scopes(runtime.trigger.name)
+                pending = await self._storage.pending_scopes(self._trigger_name)
             except RuntimeClosedError:
                 return ProcessorRun(started)
             except Exception as exc:  # noqa: BLE001 - a scheduled wake-up must not die on a transient error
                 log.warning("scheduled processing could not list pending scopes: %s", exc)
                 pending, errors = [], [f"pending scopes: {type(exc).__name__}: {exc}"]
             for progress in pending:
-                if runtime._gate.closing:
+                if self._gate.closing:
                     break
                 try:
-                    results.append(await runtime.memory.for_scope(progress.scope).flush())
+                    results.append(await self._flush(progress.scope))
                 except RuntimeClosedError:
                     break
                 except Exception as exc:  # noqa: BLE001 - continue with the other scopes

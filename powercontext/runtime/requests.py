@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InvalidRuntimeRequestError
+from ..errors import InvalidRuntimeRequestError, shown
 from ..model import ArtifactRef, MemoryEntryInput, MemoryRevision
 from .trigger import ProcessSourceWindow
 
@@ -43,7 +43,7 @@ class RememberMemoryRequest:
         elif not (expected is None or isinstance(expected, ArtifactRef)
                   or (isinstance(expected, int) and not isinstance(expected, bool) and expected >= 0)):
             raise InvalidRuntimeRequestError(
-                f"expected_revision is None, a Revision number ≥ 0 or an ArtifactRef, got {expected!r}"
+                f"expected_revision is None, a Revision number ≥ 0 or an ArtifactRef, got {shown(expected)}"
             )
         if not isinstance(self.sources, (tuple, list)):
             raise InvalidRuntimeRequestError("sources must be a tuple of captured Sources")

@@ -23,7 +23,7 @@ from typing import Any
 
 from .. import opening
 from ..profiles import resolve as resolve_embedding
-from ..errors import BackendUnavailableError, InvalidRuntimeRequestError, PowerContextError
+from ..errors import BackendUnavailableError, InvalidRuntimeRequestError, PowerContextError, shown
 from ..memory.service import MemoryService
 from .ids import bind_minter
 from .lifecycle import LifecycleGate, ScopeLocks
@@ -37,7 +37,9 @@ from .scheduling import (
     unregister_processor,
     validate_interval,
 )
+from .composition import PowerContext, compose
 from .scoped import ScopedRuntime
+from .scopes import validate_scope
 from .sqlite_storage import MEMORY, SQLiteRuntimeStorage, sqlite_database_path
 from .storage import RuntimeStorage
 from .trigger import SourceWindowTrigger, window_limit
@@ -61,7 +63,7 @@ class _Selector:
         self._runtime, self._kind = runtime, kind
 
     def for_scope(self, scope: str):
-        context = self._runtime._scoped(scope).context
+        context = self._runtime.context(scope)
         return context.sources if self._kind == "sources" else context.artifacts.memory
 
     def __repr__(self) -> str:
@@ -102,15 +104,16 @@ class PowerContextRuntime:
         self.source_window_limit = source_window_limit
         self.schedule = scheduler
         self.trigger = SourceWindowTrigger()
-        self.processor = ScheduledSourceProcessor(self)
+        self._gate = LifecycleGate(storage.key)
+        self.processor = ScheduledSourceProcessor(self._gate, storage, self.trigger.name,
+                                                  lambda scope: self.memory.for_scope(scope).flush())
         self.sources = _Selector(self, "sources")
         self.memory = _Selector(self, "memory")
         self.probes: dict[str, str] = {}
         self.sidecar: Path | None = None
         self._database_path = database_path
-        self._gate = LifecycleGate(storage.key)
         self._scope_locks = ScopeLocks()
-        self._scopes: dict[str, ScopedRuntime] = {}
+        self._contexts: dict[str, PowerContext] = {}
         self._scheduler: SidecarScheduler | None = None
         self._close_task: asyncio.Future | None = None
 
@@ -155,7 +158,7 @@ class PowerContextRuntime:
             raise InvalidRuntimeRequestError("pass the candidate pipeline as candidate_pipeline=, not pipeline=")
         target = os.fspath(target) if isinstance(target, os.PathLike) else target
         if not isinstance(target, str) or not target:
-            raise InvalidRuntimeRequestError(f"a Runtime database is a SQLite path or an oceanbase:// URL, got {target!r}")
+            raise InvalidRuntimeRequestError(f"a Runtime database is a SQLite path or an oceanbase:// URL, got {shown(target)}")
         server = _is_server_url(target)
         if server:
             from .oceanbase_storage import oceanbase_database_key
@@ -224,7 +227,7 @@ class PowerContextRuntime:
     @staticmethod
     def _check_schedule(config: SchedulerConfig, pipeline: Any, key: str, database_path: str | None) -> SchedulerConfig:
         if not isinstance(config, SchedulerConfig):
-            raise InvalidRuntimeRequestError(f"scheduler must be a SchedulerConfig(seconds, sidecar_path), got {config!r}")
+            raise InvalidRuntimeRequestError(f"scheduler must be a SchedulerConfig(seconds, sidecar_path), got {shown(config)}")
         seconds = validate_interval(config.seconds)
         if pipeline is None:
             raise InvalidRuntimeRequestError(
@@ -288,17 +291,18 @@ class PowerContextRuntime:
 
     # ------------------------------------------------------------------ scopes
 
-    def _scoped(self, scope: str) -> ScopedRuntime:
+    def context(self, scope: str) -> PowerContext:
+        """The scope's PowerContext composition root (built once per scope)."""
         self._gate.check()
-        scoped = self._scopes.get(scope) if isinstance(scope, str) else None
-        if scoped is None:
-            scoped = ScopedRuntime(self, scope)
-            self._scopes[scope] = scoped
-        return scoped
-
-    def context(self, scope: str):
-        """The scope's PowerContext composition root."""
-        return self._scoped(scope).context
+        context = self._contexts.get(scope) if isinstance(scope, str) else None
+        if context is None:
+            scope = validate_scope(scope)
+            context = self._contexts[scope] = compose(ScopedRuntime(
+                scope, store=self.storage.open_scope(scope), service=self.memory_service, gate=self._gate,
+                lock=self._scope_locks(scope), trigger=self.trigger, candidate_pipeline=self.candidate_pipeline,
+                source_window_limit=self.source_window_limit,
+            ))
+        return context
 
     async def bindings(self):
         """Every scope → Memory binding of this database."""
@@ -327,6 +331,9 @@ class PowerContextRuntime:
             "processor_runs": self.processor.runs,
             "scopes": len(progress),
             "pending_sources": sum(p.pending for p in progress),
+            # hand-edited state the Runtime refuses to build on, and sidecar job settings it repaired
+            "problems": "; ".join(p.problem for p in progress if p.problem) or "none",
+            "scheduler_repairs": "; ".join(scheduler.repairs) if scheduler and scheduler.repairs else "none",
             **{f"probe:{k}": v for k, v in self.probes.items()},
         }
 

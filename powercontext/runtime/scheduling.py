@@ -18,6 +18,8 @@ datetimes. Anything else raises ``SchedulerStoreError`` and nothing is loaded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import io
 import logging
 import os
@@ -25,11 +27,12 @@ import pickle
 import sqlite3
 import stat
 import threading
-from datetime import timedelta, timezone
+import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from ..errors import InvalidRuntimeRequestError
+from ..errors import InvalidRuntimeRequestError, shown
 from .errors import RuntimeOwnershipError, SchedulerStoreError
 
 log = logging.getLogger(__name__)
@@ -41,6 +44,12 @@ JOBSTORE = "runtime"
 JOB_TABLE = "apscheduler_jobs"
 MIN_INTERVAL_SECONDS = 0.1
 _SIDECAR_TABLES = {JOB_TABLE}
+_JOB_STATE_KEYS = {"version", "id", "func", "trigger", "executor", "args", "kwargs", "name", "misfire_grace_time",
+                   "coalesce", "max_instances", "next_run_time"}
+#: The settings this module gives its job; anything else found in a sidecar is repaired.
+_JOB_SETTINGS = {"executor": "default", "name": JOB_NAME, "coalesce": True, "max_instances": 1,
+                 "misfire_grace_time": None}
+SIDECAR_LOCK_SECONDS = 30.0
 _ALLOWED_GLOBALS = {
     ("apscheduler.triggers.interval", "IntervalTrigger"),
     ("datetime", "datetime"),
@@ -99,7 +108,7 @@ def validate_interval(seconds: object) -> float:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= MIN_INTERVAL_SECONDS \
             or seconds != seconds or seconds == float("inf"):
         raise InvalidRuntimeRequestError(
-            f"schedule_seconds must be a finite number ≥ {MIN_INTERVAL_SECONDS}, got {seconds!r}"
+            f"schedule_seconds must be a finite number ≥ {MIN_INTERVAL_SECONDS}, got {shown(seconds)}"
         )
     return float(seconds)
 
@@ -121,7 +130,7 @@ def sidecar_path(path: Any, key: str, database_path: str | None) -> Path:
         path = default_sidecar_path(key, database_path)
     text = os.fspath(path)
     if text == ":memory:" or text.startswith("file:") or "://" in text:
-        raise InvalidRuntimeRequestError(f"the scheduler sidecar must be a file path, got {text!r}")
+        raise InvalidRuntimeRequestError(f"the scheduler sidecar must be a file path, got {shown(text)}")
     resolved = Path(os.path.realpath(os.path.abspath(os.path.expanduser(text))))
     if database_path is not None and str(resolved) in {database_path + suffix for suffix in ("", "-wal", "-shm", "-journal")}:
         raise SchedulerStoreError(f"the scheduler sidecar {resolved} would be the Runtime database itself; use its own file")
@@ -177,15 +186,32 @@ def _verified_states(path: Path) -> list[dict]:
             raise
         except Exception as exc:  # noqa: BLE001 - any decoding failure means "not ours"
             raise SchedulerStoreError(f"scheduler sidecar {path}: job {job_id!r} does not decode ({exc})") from None
-        args = state.get("args") if isinstance(state, dict) else None
-        if not (
-            isinstance(state, dict) and job_id == JOB_ID and state.get("id") == JOB_ID
-            and state.get("func") == DISPATCHER and isinstance(args, tuple) and len(args) == 1
-            and isinstance(args[0], str) and state.get("kwargs") == {}
-        ):
+        if not _is_our_job(job_id, state):
             raise SchedulerStoreError(f"scheduler sidecar {path}: job {job_id!r} is not the job this Runtime writes")
         states.append(state)
     return states
+
+
+def _is_our_job(job_id: object, state: object) -> bool:
+    """The job state APScheduler 3 (state version 1) writes for this module's job:
+    every key present, the dispatcher with one string argument, an interval trigger.
+    Settings of the right types but the wrong values are loadable; SidecarScheduler
+    repairs them (and says so in ``status``)."""
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    if not (isinstance(state, dict) and set(state) == _JOB_STATE_KEYS):
+        return False
+    args = state["args"]
+    return (
+        job_id == JOB_ID and state["version"] == 1 and state["id"] == JOB_ID and state["func"] == DISPATCHER
+        and isinstance(args, tuple) and len(args) == 1 and isinstance(args[0], str) and state["kwargs"] == {}
+        and isinstance(state["trigger"], IntervalTrigger)
+        and (state["next_run_time"] is None or isinstance(state["next_run_time"], datetime))
+        and isinstance(state["executor"], str) and isinstance(state["name"], str)
+        and isinstance(state["coalesce"], bool)
+        and isinstance(state["max_instances"], int) and not isinstance(state["max_instances"], bool)
+        and (state["misfire_grace_time"] is None or isinstance(state["misfire_grace_time"], int))
+    )
 
 
 def prepare_sidecar(path: Path) -> None:
@@ -198,6 +224,30 @@ def prepare_sidecar(path: Path) -> None:
         except FileExistsError:
             _check_file(path)
     _verified_states(path)
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """An advisory lock (flock) on the sidecar's directory for as long as the block
+    runs: no extra file, and no interference with SQLite's own (POSIX) locks on the
+    sidecar. Refused with SchedulerStoreError after SIDECAR_LOCK_SECONDS."""
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        deadline = time.monotonic() + SIDECAR_LOCK_SECONDS
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise SchedulerStoreError(
+                        f"the directory of scheduler sidecar {path} stayed locked by another process for "
+                        f"{SIDECAR_LOCK_SECONDS:g} s"
+                    ) from None
+                time.sleep(0.05)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
 
 
 # ------------------------------------------------------------------ the scheduler
@@ -224,6 +274,7 @@ class SidecarScheduler:
         self.key = key
         self.seconds = seconds
         self.scheduler: Any = None
+        self.repairs: tuple[str, ...] = ()  # job settings found wrong in the sidecar and rewritten
 
     def _trigger(self):
         from apscheduler.triggers.interval import IntervalTrigger
@@ -235,26 +286,46 @@ class SidecarScheduler:
         from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
         from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-        prepare_sidecar(self.path)
-        self.scheduler = AsyncIOScheduler(
-            jobstores={JOBSTORE: SQLAlchemyJobStore(url=f"sqlite:///{self.path}")}, timezone=timezone.utc,
-            logger=_SCHEDULER_LOG,
-        )
-        self.scheduler.start(paused=True)
-        try:
-            self._reconcile()
-        except BaseException:
-            await self.shutdown()
-            raise
+        from sqlalchemy.exc import SQLAlchemyError
+
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Two processes opening one Runtime at once would both create APScheduler's table
+        # ("table apscheduler_jobs already exists") and both add the job: one at a time.
+        with _exclusive(self.path):
+            prepare_sidecar(self.path)
+            self.scheduler = AsyncIOScheduler(
+                jobstores={JOBSTORE: SQLAlchemyJobStore(url=f"sqlite:///{self.path}")}, timezone=timezone.utc,
+                logger=_SCHEDULER_LOG,
+            )
+            try:
+                self.scheduler.start(paused=True)
+                self._reconcile()
+            except BaseException as exc:
+                await self.shutdown()
+                if isinstance(exc, SQLAlchemyError):
+                    raise SchedulerStoreError(f"scheduler sidecar {self.path} cannot be used: {exc}") from None
+                raise
         self.scheduler.resume()
+
+    def _add_job(self) -> None:
+        self.scheduler.add_job(DISPATCHER, self._trigger(), id=JOB_ID, args=(self.key,), jobstore=JOBSTORE,
+                               replace_existing=True, **_JOB_SETTINGS)
 
     def _reconcile(self) -> None:
         job = self.scheduler.get_job(JOB_ID, JOBSTORE)
         if job is None:
-            self.scheduler.add_job(
-                DISPATCHER, self._trigger(), id=JOB_ID, name=JOB_NAME, args=(self.key,), jobstore=JOBSTORE,
-                coalesce=True, max_instances=1, misfire_grace_time=None, replace_existing=True,
-            )
+            self._add_job()
+            return
+        wrong = [f"{name} {getattr(job, name)!r} → {value!r}" for name, value in _JOB_SETTINGS.items()
+                 if getattr(job, name) != value or type(getattr(job, name)) is not type(value)]
+        if job.next_run_time is None:
+            wrong.append("paused (no next run time) → scheduled")
+        if wrong:
+            # A job that names no executor, allows no instance or has no next run time
+            # would show "every N s" and never run: written again as this module writes it.
+            log.warning("scheduler sidecar %s: repaired the job (%s)", self.path, "; ".join(wrong))
+            self.repairs = tuple(wrong)
+            self._add_job()
             return
         if tuple(job.args) != (self.key,):  # the database moved with its sidecar
             self.scheduler.modify_job(JOB_ID, JOBSTORE, args=(self.key,))

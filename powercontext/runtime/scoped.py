@@ -1,69 +1,46 @@
-"""The per-scope composition (RFC 001 "Runtime composition").
+"""What one scope's applications share (RFC 001 "Runtime composition").
 
-``PowerContextRuntime`` owns process-level resources and caches one ``ScopedRuntime``
-per scope. Its ``context`` is the actual composition root of that scope: the scoped
-Sources, the Memory Artifact Family and the Source-window Trigger. The scope's state —
-binding, journal, cursor — comes from the ``RuntimeScopeStorage`` of that scope, and
-every mutation of its Memory runs under the scope's lock.
+``PowerContextRuntime`` owns process-level resources and hands each scope a
+``ScopedRuntime``: the scope's ``RuntimeScopeStorage`` (binding, journal, cursor), the
+MemoryService, the lifecycle gate, the scope's lock, the Trigger and the Runtime's
+fixed settings. The scoped Sources and Memory applications (``capture.py``,
+``memory.py``) are built on it by ``composition.py``; this module knows neither them
+nor the Runtime, so the arrows point one way: runtime → composition → applications →
+scoped. Every mutation of a scope's Memory runs under the scope's lock.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+import asyncio
+from typing import Any, Iterable, Mapping
 
-from .. import model
+from .. import canonical, model
 from ..canonical import mint_id
 from ..errors import ArtifactNotFoundError, InvalidRuntimeRequestError, SourceConflictError, SourceNotFoundError
 from ..model import MemoryRevision, Source
-from .capture import ScopedSourceApplication
 from .errors import InvalidSourcePayloadError
 from .ids import reserved_artifact_id
-from .memory import ScopedMemoryApplication
+from .lifecycle import LifecycleGate
 from .scopes import SOURCE_TYPE, validate_scope
 from .sources import CapturedSource, CaptureReceipt, ContentSource, decode_evidence, decode_source
-from .storage import JournalRecord, MemoryBinding
+from .storage import JournalRecord, MemoryBinding, RuntimeScopeStorage
 from .trigger import SourceWindowTrigger
-
-if TYPE_CHECKING:
-    from .runtime import PowerContextRuntime
-
-
-@dataclass(frozen=True, slots=True)
-class BuiltinArtifacts:
-    memory: ScopedMemoryApplication
-
-
-@dataclass(frozen=True, slots=True)
-class BuiltinTriggers:
-    source_window: SourceWindowTrigger
-
-
-@dataclass(frozen=True, slots=True)
-class PowerContext:
-    """The composition root of one scope: ``sources``, ``artifacts.memory``,
-    ``triggers.source_window``."""
-
-    sources: ScopedSourceApplication
-    artifacts: BuiltinArtifacts
-    triggers: BuiltinTriggers
 
 
 class ScopedRuntime:
-    def __init__(self, runtime: "PowerContextRuntime", scope: str) -> None:
-        self.runtime = runtime
-        self.scope = validate_scope(scope)
-        self.store = runtime.storage.open_scope(self.scope)
-        self.lock = runtime._scope_locks(self.scope)
-        self.context = PowerContext(
-            sources=ScopedSourceApplication(self),
-            artifacts=BuiltinArtifacts(memory=ScopedMemoryApplication(self)),
-            triggers=BuiltinTriggers(source_window=runtime.trigger),
-        )
+    """One scope's state and the Runtime resources its applications use."""
 
-    @property
-    def service(self):
-        return self.runtime.memory_service
+    def __init__(self, scope: str, *, store: RuntimeScopeStorage, service: Any, gate: LifecycleGate,
+                 lock: asyncio.Lock, trigger: SourceWindowTrigger, candidate_pipeline: Any,
+                 source_window_limit: int) -> None:
+        self.scope = validate_scope(scope)
+        self.store = store
+        self.service = service
+        self.gate = gate
+        self.lock = lock
+        self.trigger = trigger
+        self.candidate_pipeline = candidate_pipeline
+        self.source_window_limit = source_window_limit
 
     # ------------------------------------------------------------------ Memory identity
 
@@ -110,6 +87,25 @@ class ScopedRuntime:
         return await self.service.sources.persist(
             model.ContentSource(captured.memory_source_name, src.content, src.description, dict(src.metadata))
         )
+
+    async def refuse_orphan_copy(self, name: str, source: ContentSource) -> None:
+        """Before journaling a new Source: a Memory-layer Source under its name with
+        another payload is the copy of a capture that was interrupted before its journal
+        record existed (written by versions that persisted the copy first). It cannot
+        be replaced (Sources are immutable), so the capture is refused, with nothing
+        written and the way out named."""
+        try:
+            existing = await self.service.sources.get(name)
+        except SourceNotFoundError:
+            return
+        expected = canonical.source_content_hash(
+            model.source_payload(name, source.content, source.description, dict(source.metadata)))
+        if existing.content_hash != expected:
+            raise SourceConflictError(
+                f"scope {self.scope!r} has no captured Source {source.name!r}, but an interrupted earlier capture "
+                f"left Memory-layer evidence {name!r} with another payload; nothing was written: capture this "
+                "payload under a new source_id"
+            )
 
     async def find(self, source_id: str) -> CapturedSource:
         record = await self.store.get(SOURCE_TYPE, source_id)

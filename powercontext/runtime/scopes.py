@@ -10,7 +10,7 @@ Source can be cited as Memory evidence, with room for the scope's Memory id in f
 from __future__ import annotations
 
 from .. import canonical
-from ..errors import InvalidRuntimeRequestError
+from ..errors import InvalidRuntimeRequestError, shown
 
 MAX_SCOPE_LENGTH = 256
 MAX_SOURCE_ID_LENGTH = 90
@@ -36,7 +36,7 @@ def validate_scope(scope: object) -> str:
 def validate_source_id(source_id: object) -> str:
     if not (canonical.is_valid_id(source_id) and len(source_id) <= MAX_SOURCE_ID_LENGTH):  # type: ignore[arg-type]
         raise InvalidRuntimeRequestError(
-            f"source_id must be printable ASCII without spaces, 1..{MAX_SOURCE_ID_LENGTH} characters, got {source_id!r}"
+            f"source_id must be printable ASCII without spaces, 1..{MAX_SOURCE_ID_LENGTH} characters, got {shown(source_id)}"
         )
     return source_id  # type: ignore[return-value]
 

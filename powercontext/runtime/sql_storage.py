@@ -16,11 +16,11 @@ import contextlib
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
-from ..errors import BackendUnavailableError, SourceConflictError
-from .errors import RuntimeClosedError
-from .storage import JournalRecord, MemoryBinding, ScopeProgress, WindowRecord, WINDOW_OUTCOMES
+from ..errors import BackendUnavailableError, PowerContextError, SourceConflictError
+from .errors import RuntimeClosedError, RuntimeStateError
+from .storage import COMPLETED_OUTCOMES, JournalRecord, MemoryBinding, ScopeProgress, WindowRecord, WINDOW_OUTCOMES
 from .trigger import ProcessSourceWindow
 
 SCHEMA_KEY = "runtime_schema"
@@ -94,11 +94,20 @@ class SQLRuntimeStorage(ABC):
         return await loop.run_in_executor(self._executor, self._guarded, fn, args)
 
     def _guarded(self, fn: Callable[..., Any], args: tuple) -> Any:
-        """A raw driver error never reaches a caller: it becomes BackendUnavailableError."""
+        """A raw driver error never reaches a caller: it becomes BackendUnavailableError;
+        a stored value that does not decode (text in an integer column) becomes
+        RuntimeStateError."""
         try:
             return fn(*args)
+        except PowerContextError:
+            raise
         except self._driver_errors() as exc:
             raise BackendUnavailableError(f"Runtime storage at {self.location}: {type(exc).__name__}: {exc}") from exc
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise RuntimeStateError(
+                f"Runtime storage at {self.location} holds a value this version never writes ({exc}): "
+                "a hand-edited or foreign row; restore the row or the database from a backup"
+            ) from exc
 
     def start(self) -> None:
         """Open and verify the schema (blocking; the open() factories call it)."""
@@ -294,24 +303,57 @@ class SQLRuntimeStorage(ABC):
         with self._transaction(write=False) as tx:
             return self._cursor(tx, scope, trigger_name) or 0
 
+    def _last_completed(self, tx, scope, trigger_name) -> int:
+        rows = self._rows(
+            tx, f"SELECT MAX(through_sequence) FROM runtime_source_windows WHERE scope = ? AND trigger_name = ? "
+            f"AND outcome IN ({marks(len(COMPLETED_OUTCOMES))})", (scope, trigger_name, *COMPLETED_OUTCOMES),
+        )
+        return int(rows[0][0] or 0)
+
+    @staticmethod
+    def _problem(scope: str, cursor: int, high: int, completed: int) -> str | None:
+        """The cursor moves only with a logged, completed window, never past the journal:
+        any other value was written by hand, and trusting it would skip captures."""
+        if cursor > high:
+            return (f"the cursor of scope {scope!r} ({cursor}) is past its journal's high watermark ({high}): "
+                    f"later captures would be skipped; set it back to {completed}, the end of its last completed window")
+        if cursor != completed:
+            return (f"the cursor of scope {scope!r} ({cursor}) is not where its last completed window ended "
+                    f"({completed}): the cursor row was altered; set it back to {completed}")
+        return None
+
+    def _cursor_problem_sync(self, scope, trigger_name) -> str | None:
+        with self._transaction(write=False) as tx:
+            cursor = self._cursor(tx, scope, trigger_name) or 0
+            return self._problem(scope, cursor, self._high_watermark(tx, scope), self._last_completed(tx, scope, trigger_name))
+
     def _progress_sync(self, trigger_name) -> list[ScopeProgress]:
         with self._transaction(write=False) as tx:
             highs = dict(self._rows(tx, "SELECT scope, MAX(sequence) FROM runtime_source_journal GROUP BY scope"))
             cursors = dict(self._rows(tx, "SELECT scope, sequence FROM runtime_trigger_cursors WHERE trigger_name = ?", (trigger_name,)))
+            completed = dict(self._rows(
+                tx, f"SELECT scope, MAX(through_sequence) FROM runtime_source_windows WHERE trigger_name = ? "
+                f"AND outcome IN ({marks(len(COMPLETED_OUTCOMES))}) GROUP BY scope", (trigger_name, *COMPLETED_OUTCOMES),
+            ))
             bound = [r[0] for r in self._rows(tx, "SELECT scope FROM runtime_memory_bindings")]
         scopes = sorted(set(highs) | set(cursors) | set(bound))
-        return [ScopeProgress(s, int(highs.get(s) or 0), int(cursors.get(s) or 0)) for s in scopes]
+        out = []
+        for s in scopes:
+            high, cursor = int(highs.get(s) or 0), int(cursors.get(s) or 0)
+            out.append(ScopeProgress(s, high, cursor, self._problem(s, cursor, high, int(completed.get(s) or 0))))
+        return out
 
     # ------------------------------------------------------------------ windows and cursor
 
-    def _insert_window(self, tx, scope, trigger_name, window, outcome, artifact_id, revision, detail, started_at) -> None:
+    def _insert_window(self, tx, scope, trigger_name, window, outcome, artifact_id, revision, detail, started_at,
+                       finished_at: str | None = None) -> None:
         if outcome not in WINDOW_OUTCOMES:
             raise ValueError(f"unknown window outcome {outcome!r}")
         self._count(
             tx, "INSERT INTO runtime_source_windows (scope, trigger_name, after_sequence, through_sequence, outcome, "
             "memory_artifact_id, revision, detail, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (scope, trigger_name, window.after, window.through, outcome, artifact_id, revision,
-             None if detail is None else detail[:MAX_DETAIL_CHARS], started_at, utc_now()),
+             None if detail is None else detail[:MAX_DETAIL_CHARS], started_at, finished_at or utc_now()),
         )
 
     def _complete_window_sync(self, scope, trigger_name, window: ProcessSourceWindow, outcome, artifact_id, revision,
@@ -332,7 +374,23 @@ class SQLRuntimeStorage(ABC):
                             "WHERE scope = ? AND trigger_name = ? AND sequence < ?",
                             (window.through, utc_now(), scope, trigger_name, window.through))
             self._insert_window(tx, scope, trigger_name, window, outcome, artifact_id, revision, detail, started_at)
+            # The start logs of this window and of every earlier one are settled now.
+            self._count(tx, "DELETE FROM runtime_source_windows WHERE scope = ? AND trigger_name = ? AND outcome = ? "
+                        "AND after_sequence < ?", (scope, trigger_name, "started", window.through))
             return self._cursor(tx, scope, trigger_name)
+
+    def _start_window_sync(self, scope, trigger_name, window, artifact_id, base_revision, started_at) -> None:
+        with self._transaction(write=True) as tx:
+            self._insert_window(tx, scope, trigger_name, window, "started", artifact_id, base_revision,
+                                f"committing on Revision {base_revision}", started_at, finished_at=started_at)
+
+    def _started_window_sync(self, scope, trigger_name, after) -> WindowRecord | None:
+        with self._transaction(write=False) as tx:
+            rows = self._rows(
+                tx, f"SELECT {WINDOW_COLUMNS} FROM runtime_source_windows WHERE scope = ? AND trigger_name = ? "
+                "AND outcome = ? AND after_sequence = ? ORDER BY window_id DESC LIMIT 1", (scope, trigger_name, "started", after),
+            )
+        return self._window(rows[0]) if rows else None
 
     def _record_window_sync(self, scope, trigger_name, window, outcome, detail, started_at) -> None:
         with self._transaction(write=True) as tx:
@@ -344,10 +402,12 @@ class SQLRuntimeStorage(ABC):
                 tx, f"SELECT {WINDOW_COLUMNS} FROM runtime_source_windows WHERE scope = ? AND trigger_name = ? "
                 "ORDER BY window_id DESC LIMIT ?", (scope, trigger_name, limit),
             )
-        return [
-            WindowRecord(int(w), s, t, int(a), int(th), o, m, None if r is None else int(r), d, st, f)
-            for w, s, t, a, th, o, m, r, d, st, f in rows
-        ]
+        return [self._window(r) for r in rows]
+
+    @staticmethod
+    def _window(row) -> WindowRecord:
+        w, s, t, a, th, o, m, r, d, st, f = row
+        return WindowRecord(int(w), s, t, int(a), int(th), o, m, None if r is None else int(r), d, st, f)
 
 
 class SQLScopeStorage:
@@ -381,6 +441,16 @@ class SQLScopeStorage:
 
     async def cursor(self, trigger_name):
         return await self._storage._run(self._storage._cursor_sync, self.scope, trigger_name)
+
+    async def cursor_problem(self, trigger_name):
+        return await self._storage._run(self._storage._cursor_problem_sync, self.scope, trigger_name)
+
+    async def start_window(self, trigger_name, window, memory_artifact_id, base_revision, started_at):
+        return await self._storage._run(self._storage._start_window_sync, self.scope, trigger_name, window,
+                                        memory_artifact_id, base_revision, started_at)
+
+    async def started_window(self, trigger_name, after):
+        return await self._storage._run(self._storage._started_window_sync, self.scope, trigger_name, after)
 
     async def complete_window(self, trigger_name, window, outcome, memory_artifact_id, revision, detail, started_at):
         return await self._storage._run(self._storage._complete_window_sync, self.scope, trigger_name, window, outcome,

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import apsw
 
-from ..errors import InvalidRuntimeRequestError
+from ..errors import InvalidRuntimeRequestError, shown
 from .sql_storage import SQLRuntimeStorage
 
 BUSY_TIMEOUT_MS = 10_000
@@ -77,7 +77,7 @@ def sqlite_database_path(target: Any) -> str:
     if isinstance(target, os.PathLike):
         target = os.fspath(target)
     if not isinstance(target, str) or not target:
-        raise InvalidRuntimeRequestError(f"a Runtime database is a SQLite path or an oceanbase:// URL, got {target!r}")
+        raise InvalidRuntimeRequestError(f"a Runtime database is a SQLite path or an oceanbase:// URL, got {shown(target)}")
     if target.startswith("sqlite:///"):
         target = target[len("sqlite:///"):] or MEMORY
     elif "://" in target:

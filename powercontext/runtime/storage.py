@@ -15,7 +15,9 @@ from typing import Protocol, Sequence, runtime_checkable
 
 from .trigger import ProcessSourceWindow
 
-WINDOW_OUTCOMES = ("committed", "no_change", "failed", "unavailable")
+WINDOW_OUTCOMES = ("committed", "no_change", "failed", "unavailable", "started")
+#: Outcomes that moved the cursor: the cursor is the ``through`` of the last of them.
+COMPLETED_OUTCOMES = ("committed", "no_change")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,8 @@ class ScopeProgress:
     scope: str
     high_watermark: int
     cursor: int
+    #: Why the stored cursor cannot be trusted (a hand-edited row), or None.
+    problem: str | None = None
 
     @property
     def pending(self) -> int:
@@ -98,6 +102,19 @@ class RuntimeScopeStorage(Protocol):
     async def high_watermark(self) -> int: ...
 
     async def cursor(self, trigger_name: str) -> int: ...
+
+    async def cursor_problem(self, trigger_name: str) -> str | None:
+        """Why the stored cursor disagrees with the journal (past its high watermark) or
+        with the window log (not the ``through`` of the last completed window), or None."""
+
+    async def start_window(self, trigger_name: str, window: ProcessSourceWindow, memory_artifact_id: str,
+                           base_revision: int, started_at: str) -> None:
+        """Log, before the Memory commit, that ``window`` is being committed on Revision
+        ``base_revision`` (0: none yet) of the bound Memory; complete_window removes it.
+        A replay after a crash between the commit and the cursor save finds it."""
+
+    async def started_window(self, trigger_name: str, after: int) -> WindowRecord | None:
+        """The latest ``started`` log of a window beginning at ``after``, or None."""
 
     async def complete_window(self, trigger_name: str, window: ProcessSourceWindow, outcome: str,
                               memory_artifact_id: str | None, revision: int | None, detail: str | None,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InvalidRuntimeRequestError
+from ..errors import InvalidRuntimeRequestError, shown
 
 TRIGGER_NAME = "source_window"
 MAX_WINDOW_LIMIT = 10_000
@@ -22,14 +22,14 @@ MAX_WINDOW_LIMIT = 10_000
 
 def _position(value: object, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidRuntimeRequestError(f"{what} must be an integer ≥ 0, got {value!r}")
+        raise InvalidRuntimeRequestError(f"{what} must be an integer ≥ 0, got {shown(value)}")
     return value
 
 
 def window_limit(value: object) -> int:
     """A Source window limit: an integer in 1..MAX_WINDOW_LIMIT."""
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_WINDOW_LIMIT:
-        raise InvalidRuntimeRequestError(f"source window limit must be an integer in 1..{MAX_WINDOW_LIMIT}, got {value!r}")
+        raise InvalidRuntimeRequestError(f"source window limit must be an integer in 1..{MAX_WINDOW_LIMIT}, got {shown(value)}")
     return value
 
 

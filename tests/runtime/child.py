@@ -1,6 +1,13 @@
 """A real process that owns a scheduled Runtime, for the restart tests (run as
 ``python -m tests.runtime.child step TARGET SCOPE N SIDECAR`` from the project root).
 
+``window TARGET SCOPE`` captures one Source with two structured entries and flushes it;
+like a step, it blocks between the Memory commit and the cursor save (issue 35, 1).
+``open TARGET SIDECAR T`` opens a scheduled Runtime at wall time T and closes it (two
+processes race to create the sidecar; issue 35, 8). ``capture TARGET SCOPE first|second`` captures one Source and blocks right after the
+first (or the second) durable write inside capture() — the journal append or the
+Memory-layer copy — printing ``AT journal|memory-copy`` (issue 35, 2).
+
 Step N opens the Runtime (its scheduler on SIDECAR); for N > 1 it first flushes once —
 the replay of the window the previous process committed but could not record — and
 prints ``REPLAY {json}``. Then it captures Source ``task-N`` and flushes; its storage
@@ -15,6 +22,7 @@ import asyncio
 import json
 import sys
 
+from powercontext import PowerContextError
 from powercontext import open as open_memory
 from powercontext.memory.candidates import DefaultCandidatePipeline
 from powercontext.runtime import (
@@ -55,6 +63,108 @@ class _PausingStorage:
         return _PausingScope(self._inner.open_scope(scope), self)
 
 
+class _PausingSources:
+    """Wraps ``svc.sources``: after a persist, pause if the owner says so."""
+
+    def __init__(self, inner, owner) -> None:
+        self._inner, self._owner = inner, owner
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    async def persist(self, source):
+        result = await self._inner.persist(source)
+        await self._owner.wrote("memory-copy")
+        return result
+
+
+class _CaptureKill:
+    """Counts capture()'s durable writes and blocks after the chosen one."""
+
+    def __init__(self, point: str) -> None:
+        self.point, self.writes = point, 0
+
+    async def wrote(self, what: str) -> None:
+        self.writes += 1
+        if self.writes == {"first": 1, "second": 2}[self.point]:
+            print(f"AT {what}", flush=True)
+            await asyncio.Event().wait()
+
+
+class _AppendWatch:
+    def __init__(self, inner, owner) -> None:
+        self._inner, self._owner = inner, owner
+        self.scope = inner.scope
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    async def append(self, *args):
+        result = await self._inner.append(*args)
+        await self._owner.wrote("journal")
+        return result
+
+
+class _AppendWatchStorage(_PausingStorage):
+    def open_scope(self, scope):
+        return _AppendWatch(self._inner.open_scope(scope), self.kill)
+
+
+def window_capture() -> ContentCapture:
+    return ContentCapture(source_id="window-1", content="Two findings.", metadata={"type": "structured", "entries": [
+        {"kind": "fact", "text": "The cache directory is /var/cache/atlas."},
+        {"kind": "decision", "text": "Deploys run on Fridays only."}]})
+
+
+def capture_payload(variant: str) -> ContentCapture:
+    return ContentCapture(source_id="poisoned-1", content=f"Finding {variant}.", metadata={
+        "type": "structured", "entries": [{"kind": "fact", "text": f"The {variant} payload was captured."}]})
+
+
+async def _storage(target: str):
+    storage_class = OceanBaseRuntimeStorage if "://" in target else SQLiteRuntimeStorage
+    return await storage_class.open(target)
+
+
+async def window(target: str, scope: str) -> None:
+    pipeline = DefaultCandidatePipeline()
+    svc = await open_memory(target, pipeline=pipeline)
+    storage = _PausingStorage(await _storage(target))
+    runtime = await PowerContextRuntime.assemble(storage, svc, candidate_pipeline=pipeline)
+    await runtime.sources.for_scope(scope).capture(window_capture())
+    storage.armed = True
+    print(f"UNEXPECTED {await runtime.memory.for_scope(scope).flush()}", flush=True)
+
+
+async def capture_until(target: str, scope: str, point: str) -> None:
+    pipeline = DefaultCandidatePipeline()
+    svc = await open_memory(target, pipeline=pipeline)
+    kill = _CaptureKill(point)
+    svc.sources = _PausingSources(svc.sources, kill)
+    storage = _AppendWatchStorage(await _storage(target))
+    storage.kill = kill
+    runtime = await PowerContextRuntime.assemble(storage, svc, candidate_pipeline=pipeline)
+    print("READY", flush=True)
+    await runtime.sources.for_scope(scope).capture(capture_payload("first"))
+    print("UNEXPECTED capture returned", flush=True)
+
+
+async def open_at(target: str, sidecar: str, start_at: str) -> None:
+    """Open a scheduled Runtime at wall time ``start_at`` (two of these race), close it."""
+    import time
+
+    pipeline = DefaultCandidatePipeline()
+    time.sleep(max(0.0, float(start_at) - time.time()))
+    try:
+        runtime = await PowerContextRuntime.open(target, candidate_pipeline=pipeline, schedule_seconds=3600,
+                                                 scheduler_path=sidecar)
+    except PowerContextError as exc:
+        print(f"TYPED {type(exc).__name__}: {exc}", flush=True)
+        return
+    await runtime.close()
+    print("OPENED", flush=True)
+
+
 def capture(n: int) -> ContentCapture:
     return ContentCapture(source_id=f"task-{n}", content=f"Finding {n}.", metadata={
         "type": "structured", "entries": [{"kind": "fact", "text": f"Finding number {n} holds after restarts."}]})
@@ -92,6 +202,14 @@ async def step(target: str, scope: str, n: int, sidecar: str) -> None:
 
 
 if __name__ == "__main__":
-    mode, target, scope, n, sidecar = sys.argv[1:]
-    assert mode == "step", mode
-    asyncio.run(step(target, scope, int(n), sidecar))
+    mode, *rest = sys.argv[1:]
+    if mode == "window":
+        asyncio.run(window(*rest))
+    elif mode == "capture":
+        asyncio.run(capture_until(*rest))
+    elif mode == "open":
+        asyncio.run(open_at(*rest))
+    else:
+        assert mode == "step", mode
+        target, scope, n, sidecar = rest
+        asyncio.run(step(target, scope, int(n), sidecar))

@@ -13,30 +13,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from powercontext.runtime.scheduling import job_count
 
-ROOT = Path(__file__).resolve().parents[2]
+from .processes import TIMEOUT, read, spawn
+
 KILLS = int(os.environ.get("RUNTIME_KILLS", "3"))
-TIMEOUT = 120
 
 
 def step(target: str, scope: str, n: int, sidecar: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.runtime.child", "step", target, scope, str(n), str(sidecar)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-
-
-def read(proc: subprocess.Popen, prefix: str) -> str:
-    line = proc.stdout.readline()
-    if not line.startswith(prefix):
-        proc.kill()
-        _, err = proc.communicate(timeout=TIMEOUT)
-        raise AssertionError(f"child printed {line!r} instead of {prefix}…; stderr:\n{err[-3000:]}")
-    return line.strip()[len(prefix):].strip()
+    return spawn("step", target, scope, n, sidecar)
 
 
 def check_replay(state: dict, n: int) -> None:

@@ -127,10 +127,14 @@ async def test_an_untrusted_sidecar_is_never_loaded(profile, target, tmp_path):
 
 
 async def test_apscheduler_activates_a_pending_scope_in_practice(profile, target, open_runtime, scope):
+    # Captured before the scheduled Runtime opens: a wake-up between two captures
+    # (0.2 s apart on a loaded machine) would otherwise split them into two windows.
+    unscheduled = await open_runtime(target)
+    await unscheduled.sources.for_scope(scope).capture(structured("task-1", ("decision", "Windows run on a schedule.")))
+    await unscheduled.sources.for_scope(scope).capture(structured("task-2", ("fact", "The interval is persisted.")))
+    await unscheduled.close()
     runtime = await open_runtime(target, candidate_pipeline=DefaultCandidatePipeline(), schedule_seconds=0.2)
     memory = runtime.memory.for_scope(scope)
-    await runtime.sources.for_scope(scope).capture(structured("task-1", ("decision", "Windows run on a schedule.")))
-    await runtime.sources.for_scope(scope).capture(structured("task-2", ("fact", "The interval is persisted.")))
     assert await wait_for(lambda: _cursor_is(memory, 2)), "the scheduled job never processed the pending scope"
     head = await memory.head()
     assert head.revision == 1 and len(head.manifest.active) == 2
