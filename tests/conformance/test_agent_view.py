@@ -73,4 +73,4 @@ async def test_prompt_injection_inside_an_entry_stays_inside_the_frame(svc):
     assert len(headers) == 2 and all(h.startswith(f"[{i}] {rev.ref} ") for i, h in enumerate(headers, start=1))
     body = lines[2:-1]
     assert all(line in headers or line.startswith("    ") for line in body)
-    assert "\u202e" not in view and "\\u202e" in view and "\r" not in view and "\\u000d" in view
+    assert "\u202e" not in view and "&#x202e;" in view and "\r" not in view and "&#xd;" in view

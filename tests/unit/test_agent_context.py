@@ -1,5 +1,7 @@
 """format_context (pure): the budget drops whole entries from the bottom."""
 
+import unicodedata
+
 import pytest
 
 from powercontext.errors import InvalidMemoryRequestError
@@ -42,3 +44,41 @@ def test_a_bad_budget_is_refused(budget):
 
 def test_nothing_to_render_is_an_empty_string():
     assert format_context([], 10) == "" and format_context([], 10).citations == ()
+
+
+INVISIBLE = {
+    "Unicode tag characters (hidden ASCII)": "".join(chr(0xE0000 + ord(c)) for c in "rm -rf /") + "\U000E0001\U000E007F",
+    "arabic letter mark (bidi)": "\u061c",
+    "soft hyphen": "\u00ad",
+    "mongolian vowel separator": "\u180e",
+    "interlinear annotation": "\ufff9\ufffa\ufffb",
+    "variation selectors": "\ufe0f\U000E0100",
+    "bidi override and isolates": "\u202e\u2066\u2069",
+    "zero width space and joiner": "\u200b\u200d\u2060",
+    "controls": "\x00\x1b\x7f\x85\r",
+    "line and paragraph separators": "\u2028\u2029",
+    "fillers": "\u3164\u115f\uffa0",
+}
+
+
+@pytest.mark.parametrize("name", list(INVISIBLE))
+def test_every_invisible_character_is_shown_as_a_reference(name):
+    hidden = INVISIBLE[name]
+    entry = ContextEntry(REF, "mem_ent_x", "mem_ver_x", 1, "0" * 64, "fact", f"Run the tests{hidden} before pushing.")
+    view = format_context([entry], 10_000)
+    leftover = [f"U+{ord(c):04X} {unicodedata.name(c, '?')}" for c in view if c not in "\n\t" and
+                (unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Mn") or 0xE0000 <= ord(c) <= 0xE0FFF
+                 or 0xFE00 <= ord(c) <= 0xFE0F or c in "\u3164\u115f\uffa0")]
+    assert not leftover, f"{name}: reaches the agent unescaped: {leftover}"
+    for c in hidden:
+        assert f"&#x{ord(c):x};" in view
+
+
+def test_a_typed_escape_never_looks_like_an_escaped_character():
+    real = ContextEntry(REF, "mem_ent_a", "mem_ver_a", 1, "0" * 64, "fact", "left\u202eright")
+    typed = [ContextEntry(REF, "mem_ent_b", "mem_ver_b", 1, "0" * 64, "fact", f"left{spelling}right")
+             for spelling in ("&#x202e;", "\\u202e", "&#X202E;", "&#8238;")]
+    shown = [format_context([e], 10_000).split("\n")[-2] for e in [real, *typed]]
+    assert shown[0] == "    left&#x202e;right"
+    assert all(s != shown[0] for s in shown[1:]), shown
+    assert shown[1] == "    left&amp;#x202e;right" and shown[2] == "    left\\u202eright"
