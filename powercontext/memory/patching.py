@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from .. import canonical
-from ..backends.rules import MAX_REASON_CODE_POINTS, MAX_TEXT_BYTES, normalize_reason
+from ..backends.rules import MAX_REASON_CODE_POINTS, MAX_TEXT_BYTES, normalize_reason, require_utf8
 from ..errors import InvalidMemoryRequestError, MemoryEntryNotFoundError, PatchMatchError
 from ..model import MemoryEntryInput, MemoryEntryVersion, MemoryRevision
 
@@ -87,6 +87,7 @@ def apply_patch(text: str, old_string: Any, new_string: Any, where: str = "the e
     for label, value in (("old_string", old_string), ("new_string", new_string)):
         if not isinstance(value, str):
             raise InvalidMemoryRequestError(f"{label} must be a string, not {type(value).__name__}")
+        require_utf8(value, label)
     old, new = canonical.nfc(old_string), canonical.nfc(new_string)
     if not old:
         raise InvalidMemoryRequestError(
@@ -121,7 +122,23 @@ def apply_patch(text: str, old_string: Any, new_string: Any, where: str = "the e
         raise InvalidMemoryRequestError(
             f"the patch changes nothing in {where} once the text is normalized (NFC, surrounding whitespace stripped)"
         )
-    return TextPatch(patched, offset, len(old), len(patched) - len(text))
+    start, length = _changed_span(text, patched, offset, len(old))
+    return TextPatch(patched, start, length, len(patched) - len(text))
+
+
+def _changed_span(text: str, patched: str, offset: int, length: int) -> tuple[int, int]:
+    """Where the patch changed ``text``: the match (offset, length), widened only as far
+    as normalization changed the text around it. NFC may recombine the replacement with
+    a neighbour (``a`` + ``e`` → ``a`` + U+0301 gives one ``á``) and stripping may drop
+    whitespace next to it: the audit then spans what really changed, so its ``L → L+D``
+    never claims a non-empty replacement became 0 characters."""
+    prefix = 0
+    while prefix < min(offset, len(patched)) and text[prefix] == patched[prefix]:
+        prefix += 1
+    suffix, tail = 0, len(text) - offset - length
+    while suffix < min(tail, len(patched) - prefix) and text[-1 - suffix] == patched[-1 - suffix]:
+        suffix += 1
+    return prefix, len(text) - prefix - suffix
 
 
 def patch_reason(patch: TextPatch, reason: Any) -> str:

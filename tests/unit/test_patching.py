@@ -52,3 +52,26 @@ def test_a_reason_too_long_for_the_record_is_refused():
     with pytest.raises(InvalidMemoryRequestError, match="at most 478"):
         patch_reason(TextPatch("x", 0, 1, 0), "r" * 479)
     assert len(patch_reason(TextPatch("x", 0, 1, 0), "r" * 478)) == 512
+
+
+@pytest.mark.parametrize("old, new", [("port", "\ud800"), ("\udfff", "x"), ("port", "a\udc80b")])
+def test_a_fragment_with_a_lone_surrogate_is_refused_with_a_typed_error(old, new):
+    with pytest.raises(InvalidMemoryRequestError, match="lone surrogate"):
+        apply_patch("The API listens on port 8080.", old, new)
+
+
+@pytest.mark.parametrize("text, old, new, shown", [
+    ("ae", "e", "\u0301", "at 0: 2 → 1 chars"),             # the accent recombines with the "a" before it
+    ("Ce\u0301 x", " x", "\u0301", "at 2: 2 → 1 chars"),    # no recombination: the plain match
+    ("a b", "a", " ", "at 0: 2 → 0 chars"),                 # the replacement is stripped away with the space
+])
+def test_when_normalization_reaches_past_the_match_the_audit_spans_what_changed(text, old, new, shown):
+    from powercontext import canonical
+
+    text = canonical.nfc(text)
+    patch = apply_patch(text, old, new)
+    note = parse_patch_reason(patch.reason_code())
+    assert note.describe() == shown
+    # the record is exact: the original with its span replaced by the new span is the patched text
+    assert text[:patch.offset] + patch.text[patch.offset:patch.offset + patch.length + patch.delta] \
+        + text[patch.offset + patch.length:] == patch.text
