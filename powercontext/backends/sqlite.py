@@ -389,6 +389,12 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             out[row[0]] = (row[1], row[2], row[3], row[4], embedding_hash, values)
         return out
 
+    def _read_projection_texts(self, tx, artifact_id):
+        return [tuple(r) for r in tx.execute(
+            "SELECT h.entry_id, h.searchable_text, f.searchable_text FROM memory_entry_heads AS h "
+            "LEFT JOIN memory_entry_search_fts AS f ON f.rowid = h.projection_id WHERE h.memory_artifact_id = ?",
+            (artifact_id,))]
+
     def _set_searchable_text(self, tx, pid, searchable_text):
         tx.execute("UPDATE memory_entry_heads SET searchable_text = ? WHERE projection_id = ?", (searchable_text, pid))
         tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))

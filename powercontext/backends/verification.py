@@ -342,26 +342,45 @@ class VerifiedReads:
             for aref in sorted(artifacts):
                 if self._read_revision(tx, aref.artifact_id, aref.revision) is None:
                     issues.append(f"artifact evidence {aref} does not exist")
-            issues += self._projection_issues(tx, artifact_id, revisions.get(head))
+            issues += self._projection_issues(tx, artifact_id, revisions.get(head), versions, matched)
         return MemoryVerification(
             memory=ArtifactRef(artifact_id, head), revisions=len(revisions), versions=len(versions),
             sources=len(sources), issues=tuple(dict.fromkeys(issues)),
         )
 
-    def _projection_issues(self, tx: Any, artifact_id: str, head: MemoryRevision | None) -> list[str]:
+    def _projection_issues(self, tx: Any, artifact_id: str, head: MemoryRevision | None,
+                           versions: Mapping[str, MemoryEntryVersion], verified: set) -> list[str]:
         """The search projection must mirror the head's active entries (it can be
-        rebuilt from them: svc.rebuild_projections())."""
+        rebuilt from them: svc.rebuild_projections()): one row per active entry, at its
+        version, holding the analyzer's text of that version — in the row and in the
+        full-text index. Edited search text would let a search for a word the entry never
+        says return it, or hide the entry from searches, while every hash still holds.
+        ``verified``: the (entry, version, hash) items whose version row hashed right;
+        the search text of any other is not judged (its row is reported already)."""
         if head is None:
             return []
+        rebuild = "run svc.rebuild_projections()"
         expected = {(i.entry_id, i.entry_version_id, i.entry_content_hash) for i in head.manifest.active}
         actual = {tuple(r) for r in self._read_projection(tx, artifact_id)}
         out = []
         for entry_id, version_id, _ in sorted(actual - expected):
             out.append(f"projection: search row for entry {entry_id!r} ({version_id!r}) is not an active head "
-                       "version; run svc.rebuild_projections()")
+                       f"version; {rebuild}")
         for entry_id, version_id, _ in sorted(expected - actual):
-            out.append(f"projection: active head entry {entry_id!r} ({version_id!r}) has no search row; "
-                       "run svc.rebuild_projections()")
+            out.append(f"projection: active head entry {entry_id!r} ({version_id!r}) has no search row; {rebuild}")
+        items = {i.entry_id: i for i in head.manifest.active}
+        for entry_id, stored, indexed in sorted(self._read_projection_texts(tx, artifact_id)):
+            item = items.get(entry_id)
+            if item is None or (item.entry_id, item.entry_version_id, item.entry_content_hash) not in verified:
+                continue  # reported above, or as an altered or missing version row
+            version = versions[item.entry_version_id]
+            searchable = self.analyzer.searchable_text(version.text)
+            if stored != searchable:
+                out.append(f"projection: the search text of entry {entry_id!r} is not its text's (analyzer "
+                           f"{self.analyzer.version}); {rebuild}")
+            elif indexed != stored:
+                out.append(f"projection: the full-text index row of entry {entry_id!r} differs from its search text; "
+                           f"{rebuild}")
         return out
 
 

@@ -159,3 +159,46 @@ async def test_search_serves_verified_versions_and_never_a_forged_row(svc, monke
     svc.backend.version_cache.max_bytes = 0
     assert await texts() == [] and reads  # cold: read again, and still dropped
     assert not (await svc.verify(r2)).ok
+
+
+async def _search_ids(svc, query, rev):
+    res = await svc.search(query, memories=(rev,), limit=8, mode="fts",
+                           policy=pc.AdmissionPolicy(fts_min_terms=1, fts_min_coverage=0.0))
+    return [h.entry_id for h in res]
+
+
+@pytest.mark.parametrize("edit", ["plant a word", "hide the entry"])
+async def test_verify_notices_edited_search_text(svc, edit):
+    # issue 35, defect 5: the row's searchable_text and its full-text row edited together
+    src, r1, r2, v1, v2 = await _history(svc)
+    other = await svc.remember(r2, entries=(E("fact", "deploys run on fridays only"),))
+    assert (await svc.verify(other)).ok
+    planted = svc.backend.analyzer.searchable_text(v2.text + " kubernetes")
+    forged = planted if edit == "plant a word" else "nothing here"
+    await sql(svc, "UPDATE memory_entry_heads SET searchable_text = ? WHERE entry_version_id = ?",
+              (forged, v2.entry_version_id))
+    if svc.backend.name == "sqlite":  # FTS5 keeps its own copy: edit it too, as a careful forger would
+        (pid,) = (await sql(svc, "SELECT projection_id FROM memory_entry_heads WHERE entry_version_id = ?",
+                            (v2.entry_version_id,)))[0]
+        await sql(svc, "UPDATE memory_entry_search_fts SET searchable_text = ? WHERE rowid = ?", (forged, pid))
+    if edit == "plant a word":
+        assert await _search_ids(svc, "kubernetes", other) == [v2.entry_id], "the forgery works on search"
+    else:
+        assert v2.entry_id not in await _search_ids(svc, "build cache", other), "the forgery works on search"
+    report = await svc.verify(other)
+    assert not report.ok and any(v2.entry_id in i and "search text" in i for i in report.issues), report.issues
+    await svc.rebuild_projections((other,))
+    assert (await svc.verify(other)).ok
+    assert await _search_ids(svc, "kubernetes", other) == []
+
+
+async def test_verify_notices_a_full_text_row_that_differs_from_its_search_text(tmp_path):
+    # SQLite only: OceanBase indexes the column itself, there is no second copy to edit
+    svc = await pc.open(str(tmp_path / "memory.db"))
+    src, r1, r2, v1, v2 = await _history(svc)
+    (pid,) = (await sql(svc, "SELECT projection_id FROM memory_entry_heads WHERE entry_version_id = ?",
+                        (v2.entry_version_id,)))[0]
+    await sql(svc, "UPDATE memory_entry_search_fts SET searchable_text = 'kubernetes' WHERE rowid = ?", (pid,))
+    report = await svc.verify(r2)
+    await svc.close()
+    assert any("full-text index row" in i for i in report.issues), report.issues
