@@ -29,15 +29,39 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from powercontext.backends.rules import MAX_TEXT_BYTES
 from powercontext.canonical import MAX_ID_LENGTH, is_valid_id, nfc
-from powercontext.errors import PowerContextError
+
+from . import counts
+from .corpus import (  # noqa: F401  (the corpus model is part of this module's public names)
+    DEFAULT_KIND,
+    DEFAULT_STATE,
+    EMPTY_ANSWER_TAGS,
+    GRADES,
+    KINDS,
+    LANGS,
+    LANGUAGE_NAMES,
+    MEMORIES,
+    MEMORIES_FILE,
+    QRELS_FILE,
+    QUERIES_FILE,
+    SPLITS,
+    STATES,
+    STYLES,
+    TAGS,
+    UNKNOWN_LANG,
+    Corpus,
+    DatasetError,
+    MemoryRecord,
+    QueryRecord,
+    is_chinese,
+    language,
+)
+from .splits import complete
 
 __all__ = [
     "Corpus",
@@ -52,169 +76,9 @@ __all__ = [
     "validate",
 ]
 
-# The measurable vocabulary: what the service and the harness give a meaning to.
-KINDS = ("fact", "preference", "decision", "constraint", "working_note")
-STATES = ("active", "inactive")
-SPLITS = ("dev", "test")
-DEFAULT_KIND, DEFAULT_STATE, UNKNOWN_LANG = "fact", "active", "und"  # "und": BCP 47 for undetermined
-
-# The bundled corpora's house vocabulary (style="bundled"). ``team`` (a team's shared
-# memory), ``ja``/``ru`` and ``near-miss`` came with the multilingual corpus lantern-relay.
-MEMORIES = ("repo", "user", "team")
-LANGS = ("en", "zh", "ja", "ru")
-LANGUAGE_NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ru": "Russian"}
-TAGS = (
-    "lexical",
-    "paraphrase",
-    "cjk",
-    "cross-lingual",
-    "multi",
-    "negative",
-    "forgotten",
-    "stale",
-    "hard-negative",
-    "near-miss",
-)
-GRADES = (1, 2, 3)
-#: Tags whose ideal answer is empty: such a query must have no judgement at all.
-EMPTY_ANSWER_TAGS = ("negative", "forgotten", "near-miss")
-STYLES = ("any", "bundled")
-
-MEMORIES_FILE, QUERIES_FILE, QRELS_FILE = "memories.jsonl", "queries.jsonl", "qrels.trec"
-
 _ENTRY_ID = re.compile(r"[a-z]{3}-[0-9]{4}")
 _QUERY_ID = re.compile(r"[a-z]{3}-q[0-9]{3,4}")
 _SOURCE = re.compile(r"src_[a-z0-9_]+")
-# CJK Unified Ideographs, Extension A, compatibility ideographs and Extensions B-F.
-_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef]")
-_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")  # hiragana, katakana, half-width katakana
-_CYRILLIC = re.compile("[\u0400-\u04ff]")
-
-
-def is_chinese(text: str) -> bool:
-    """True if ``text`` contains a CJK ideograph (an English identifier inside a
-    Chinese sentence does not make it English; one ideograph makes it Chinese)."""
-    return _CJK.search(text) is not None
-
-
-def language(text: str) -> str:
-    """The bundled corpora's language of a text, told by its script: ``ja`` if it has
-    kana (Japanese prose mixes kana with ideographs), else ``zh`` if it has a CJK
-    ideograph, else ``ru`` if it has Cyrillic, else ``en``. English identifiers inside
-    other-script prose (code-switched text) do not make it English."""
-    if _KANA.search(text):
-        return "ja"
-    if is_chinese(text):
-        return "zh"
-    if _CYRILLIC.search(text):
-        return "ru"
-    return "en"
-
-
-class DatasetError(PowerContextError, ValueError):
-    """A corpus cannot be measured as it is; ``problems`` lists every ``file:line: message``."""
-
-    def __init__(self, path: str | Path, problems: list[str] | tuple[str, ...]) -> None:
-        self.path = Path(path)
-        self.problems = tuple(problems)
-        lines = "\n".join(f"  {p}" for p in self.problems)
-        super().__init__(f"{self.path}: {len(self.problems)} problem(s)\n{lines}")
-
-
-@dataclass(frozen=True)
-class MemoryRecord:
-    """One memory entry as the harness writes it: created with ``history[0]`` (or
-    ``text`` when there is no history), revised through the rest, forgotten if
-    ``state`` is inactive. ``meta`` is carried along for the researcher (an
-    importer's provenance, say) and ignored by every measurement."""
-
-    id: str
-    memory: str
-    kind: str
-    text: str
-    state: str
-    history: tuple[str, ...] = ()
-    sources: tuple[str, ...] = ()
-    meta: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
-
-    @property
-    def is_active(self) -> bool:
-        return self.state == "active"
-
-    @property
-    def language(self) -> str:
-        return language(self.text)
-
-    @property
-    def is_chinese(self) -> bool:
-        return self.language == "zh"
-
-
-@dataclass(frozen=True)
-class QueryRecord:
-    """One labelled query; ``judgements`` maps entry id to grade. A query with no
-    judgement of grade ≥ 1 has an empty ideal answer. ``split`` is ``None`` until
-    ``splits.complete`` assigns one to a corpus that has none."""
-
-    id: str
-    text: str
-    lang: str
-    memories: tuple[str, ...]
-    tags: tuple[str, ...] = ()
-    split: str | None = None
-    judgements: Mapping[str, int] = field(default_factory=dict, hash=False)
-    meta: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
-
-    @property
-    def is_positive(self) -> bool:
-        """Has a judgement of grade ≥ 1; otherwise admitting anything is a false admission."""
-        return any(g >= 1 for g in self.judgements.values())
-
-    def has_tag(self, tag: str) -> bool:
-        return tag in self.tags
-
-
-@dataclass(frozen=True)
-class Corpus:
-    """A validated corpus. ``qrels`` holds only the queries that have judgements,
-    exactly as ``qrels.trec`` does (``corpus.qrels.get(qid, {})`` for the rest).
-    ``style_notes`` are the bundled-style rules it does not follow (empty when it was
-    validated with ``style="bundled"``); ``split_origin`` says whether the dev/test
-    split came from the file or was assigned by ``splits.complete``."""
-
-    name: str
-    path: Path
-    memories: tuple[MemoryRecord, ...]
-    queries: tuple[QueryRecord, ...]
-    qrels: dict[str, dict[str, int]] = field(hash=False)
-    style_notes: tuple[str, ...] = field(default=(), hash=False, compare=False)
-    split_origin: str = "file"
-
-    is_chinese = staticmethod(is_chinese)
-
-    @cached_property
-    def memory_names(self) -> tuple[str, ...]:
-        """Memory names in order of first appearance in memories.jsonl."""
-        return tuple(dict.fromkeys(e.memory for e in self.memories))
-
-    def entries_by_memory(self) -> dict[str, tuple[MemoryRecord, ...]]:
-        """Entries grouped by memory name (file order kept), for writing each memory."""
-        groups: dict[str, list[MemoryRecord]] = {name: [] for name in self.memory_names}
-        for e in self.memories:
-            groups[e.memory].append(e)
-        return {name: tuple(group) for name, group in groups.items()}
-
-    @cached_property
-    def _entries(self) -> dict[str, MemoryRecord]:
-        return {e.id: e for e in self.memories}
-
-    def entry(self, entry_id: str) -> MemoryRecord:
-        return self._entries[entry_id]
-
-    def split(self, name: str) -> tuple[QueryRecord, ...]:
-        """The queries of one split (``dev`` to calibrate, ``test`` to report)."""
-        return tuple(q for q in self.queries if q.split == name)
-
 
 #: Where the bundled corpora live: the project's datasets/ folder next to this package
 #: (an editable install or a checkout). ``bundled()`` finds a corpus by its bare name
@@ -242,8 +106,6 @@ def discover(root: str | Path = "datasets") -> list[Path]:
 def load(path: str | Path, style: str = "any", split_seed: int = 0) -> Corpus:
     """Validate a corpus folder (see ``validate``) and give every query a split: the
     file's, or a seeded stratified one (``splits.complete``)."""
-    from .splits import complete
-
     return complete(validate(path, style), seed=split_seed)
 
 
@@ -585,20 +447,19 @@ def _check_answers(entries: dict, queries: dict, qrels: dict, check: _Check) -> 
 def _check_bundled_counts(corpus: Corpus, check: _Check) -> None:
     """Bundled style: the per-corpus targets of FORMAT.md, a split on every query and
     a datasheet whose generated counts are current."""
-    from . import datasheet
-
     if any(q.split is None for q in corpus.queries):
         check.style(f"{QUERIES_FILE}: queries have no split (bundled corpora ship one)")
-    for shortfall in datasheet.shortfalls(datasheet.counts(corpus), corpora=1):
+    for shortfall in counts.shortfalls(counts.counts(corpus), corpora=1):
         check.style(f"{corpus.name}: below the FORMAT.md target: {shortfall}")
     readme = corpus.path / "README.md"
     if not readme.is_file():
         check.style("README.md: file missing (the datasheet)")
+        return
+    text = readme.read_text(encoding="utf-8")
+    try:
+        stale = counts.with_counts(text, corpus) != text
+    except ValueError as exc:
+        check.style(f"README.md: {exc}")
     else:
-        try:
-            stale = datasheet.update_readme(corpus.path, check=True)
-        except ValueError as exc:
-            check.style(f"README.md: {exc}")
-        else:
-            if stale:
-                check.style(f"README.md: counts out of date; run python -m powercontext.eval.datasheet {corpus.path}")
+        if stale:
+            check.style(f"README.md: counts out of date; run python -m powercontext.eval.datasheet {corpus.path}")

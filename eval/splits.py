@@ -25,7 +25,7 @@ from typing import Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from .datasets import SPLITS, Corpus
+from .corpus import SPLITS, Corpus
 
 __all__ = ["Stratified", "assign", "complete", "stratum"]
 
