@@ -34,10 +34,11 @@ Mapping:
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 from typing import Sequence
 
-from .common import CorpusBuilder, Datasheet, ImporterError, LayoutError, add_graded_queries, need, read_jsonl
+from .common import CorpusBuilder, Datasheet, ImporterError, LayoutError, add_graded_queries, need, read_jsonl, reading
 
 __all__ = ["import_beir"]
 
@@ -49,7 +50,7 @@ def read_qrels_tsv(path: Path) -> list[tuple[str, str, int]]:
     if not path.is_file():
         raise LayoutError(f"{path}: file missing")
     rows = []
-    with path.open(encoding="utf-8", newline="") as fh:
+    with reading(path), path.open(encoding="utf-8", newline="") as fh:
         reader = csv.reader(fh, delimiter="\t")
         header = next(reader, None)
         if header is None or tuple(h.strip() for h in header[:3]) != QRELS_HEADER:
@@ -64,7 +65,7 @@ def read_qrels_tsv(path: Path) -> list[tuple[str, str, int]]:
                 score = float(row[2])
             except ValueError as exc:
                 raise LayoutError(f"qrels/{path.name}:{n}: field 'score' must be an integer, got {row[2]!r}") from exc
-            if score != int(score):
+            if not math.isfinite(score) or score != int(score):
                 raise LayoutError(f"qrels/{path.name}:{n}: field 'score' must be an integer, got {row[2]!r}")
             rows.append((row[0].strip(), row[1].strip(), int(score)))
     return rows

@@ -12,16 +12,27 @@ with a datasheet stub.
   service (it stores content once), so the second becomes an alias of the first and
   its judgements go to the first (the higher grade wins);
 * the written folder is validated (``datasets.validate``) before the importer returns,
-  and the datasheet's counts section is generated.
+  and the datasheet's counts section is generated;
+* the corpus is written into a temporary folder next to OUT and renamed into place
+  only once it validated, so a failure leaves OUT as it was (and ``--force`` leaves no
+  file of the previous corpus behind).
+
+Upstream files that cannot be read — not UTF-8, JSON nested too deeply, a folder where
+a file should be — and texts that have no UTF-8 form are ``LayoutError``s naming the file
+or the item, never tracebacks.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from powercontext.backends.rules import MAX_TEXT_BYTES
 from powercontext.canonical import MAX_ID_LENGTH, nfc
@@ -31,7 +42,7 @@ from .. import datasheet
 from ..datasets import MEMORIES_FILE, QRELS_FILE, QUERIES_FILE, validate
 
 __all__ = ["CorpusBuilder", "Datasheet", "GradedCounts", "ImporterError", "LayoutError", "add_graded_queries", "need",
-           "read_json", "read_jsonl", "split_text"]
+           "read_json", "read_jsonl", "reading", "split_text"]
 
 
 class ImporterError(PowerContextError, ValueError):
@@ -60,20 +71,35 @@ def need(obj: Any, key: str, file: str | Path, where: str, kind: type | tuple | 
     return value
 
 
+@contextlib.contextmanager
+def reading(path: Path) -> Iterator[None]:
+    """What can go wrong while reading an upstream file, as one LayoutError naming it."""
+    try:
+        yield
+    except UnicodeDecodeError as exc:
+        raise LayoutError(f"{path.name}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); "
+                          "convert the file to UTF-8") from None
+    except RecursionError:
+        raise LayoutError(f"{path.name}: JSON nested too deeply to read") from None
+    except OSError as exc:
+        raise LayoutError(f"{path}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+
+
 def read_json(path: Path) -> Any:
     if not path.is_file():
         raise LayoutError(f"{path}: file missing")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise LayoutError(f"{path.name}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
+    with reading(path):
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise LayoutError(f"{path.name}: invalid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
 
 
 def read_jsonl(path: Path) -> Iterable[tuple[int, dict]]:
     """``(line number, object)`` per non-empty line."""
     if not path.is_file():
         raise LayoutError(f"{path}: file missing")
-    with path.open(encoding="utf-8") as fh:
+    with reading(path), path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
@@ -253,25 +279,46 @@ class CorpusBuilder:
 
     def write(self, out: Path, sheet: Datasheet, force: bool = False) -> Path:
         """Write the corpus and its datasheet into ``out`` (refusing a non-empty folder
-        unless ``force``), validate it and fill in the datasheet's counts."""
-        out = Path(out)
-        if out.exists() and any(out.iterdir()) and not force:
-            raise ImporterError(f"{out} exists and is not empty: choose a new folder (or pass --force to overwrite)")
+        unless ``force``), validate it and fill in the datasheet's counts. Everything is
+        written into a temporary folder beside ``out`` first and renamed into place at
+        the end: a failure on the way leaves ``out`` untouched."""
+        out = _target(Path(out), force)
         if not self._entries:
             raise ImporterError("the source holds no entry with text: nothing to import")
         if not self._queries:
             raise ImporterError("the source holds no query that could be judged: nothing to import")
-        out.mkdir(parents=True, exist_ok=True)
-        with (out / MEMORIES_FILE).open("w", encoding="utf-8") as fh:
-            for row in self._entries.values():
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        with (out / QUERIES_FILE).open("w", encoding="utf-8") as fh:
-            for row in self._queries.values():
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-        with (out / QRELS_FILE).open("w", encoding="utf-8") as fh:
+        self._notes(sheet)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".importing", dir=out.parent))
+        except OSError as exc:
+            raise ImporterError(f"cannot write under {out.parent}: {exc.strerror or exc}") from None
+        try:
+            self._write_files(work, sheet)
+            validate(work)  # the builder's rules make this pass; a failure here is a bug worth seeing
+            datasheet.update_readme(work)
+            os.chmod(work, 0o777 & ~_umask())
+            _replace(work, out)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        return out
+
+    def _write_files(self, folder: Path, sheet: Datasheet) -> None:
+        def jsonl(name: str, rows: Iterable[dict], what: str) -> None:
+            with (folder / name).open("w", encoding="utf-8") as fh:
+                for row in rows:
+                    fh.write(_json_line(row, what))
+
+        jsonl(MEMORIES_FILE, self._entries.values(), "entry")
+        jsonl(QUERIES_FILE, self._queries.values(), "query")
+        with (folder / QRELS_FILE).open("w", encoding="utf-8") as fh:
             for qid in self._queries:
                 for eid, grade in self._qrels.get(qid, {}).items():
                     fh.write(f"{qid} 0 {eid} {grade}\n")
+        (folder / "README.md").write_text(sheet.render(), encoding="utf-8")
+
+    def _notes(self, sheet: Datasheet) -> None:
         if self.merged:
             sheet.notes.append(f"{self.merged} upstream text(s) repeated an earlier one in the same memory with the "
                                "same sources; they were merged into that entry (the service stores content once) "
@@ -286,11 +333,64 @@ class CorpusBuilder:
                                "`meta.upstream_id`")
         if self.empty:
             sheet.notes.append(f"{self.empty} upstream text(s) were empty and were skipped")
-        (out / "README.md").write_text(sheet.render(), encoding="utf-8")
-        validate(out)  # the builder's rules make this pass; a failure here is a bug worth seeing
-        datasheet.update_readme(out)
-        return out
 
+
+def _json_line(row: dict, what: str) -> str:
+    line = json.dumps(row, ensure_ascii=False) + "\n"
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise LayoutError(
+            f"{what} {row.get('id')!r}: holds a lone surrogate ({exc.object[exc.start:exc.end]!r}), a \\ud800-style "
+            "escape with no character; fix it in the upstream file"
+        ) from None
+    return line
+
+
+def _target(out: Path, force: bool) -> Path:
+    """``out`` as a folder the import may fill: refused (one line, nothing written) when
+    it is a file, a dangling symlink, under a file, or a non-empty folder without force."""
+    if out.is_symlink():
+        if not out.exists():
+            raise ImporterError(f"{out} is a symlink to {os.readlink(out)}, which does not exist: give a folder")
+        out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise ImporterError(f"{out} is a file, not a folder: choose a folder for the corpus")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ImporterError(f"{out} is under {parent}, which is a file: choose a folder for the corpus")
+            break
+    if out.is_dir():
+        try:
+            non_empty = any(out.iterdir())
+        except OSError as exc:
+            raise ImporterError(f"{out} cannot be read: {exc.strerror or exc}") from None
+        if non_empty and not force:
+            raise ImporterError(f"{out} exists and is not empty: choose a new folder (or pass --force to overwrite)")
+    return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _replace(work: Path, out: Path) -> None:
+    """Put the finished folder at ``out``: a rename onto a missing or empty folder; a
+    non-empty one (``--force``) is moved aside first and removed after, so none of its
+    files stays behind."""
+    try:
+        if out.is_dir() and any(out.iterdir()):
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".replaced", dir=out.parent))
+            os.rename(out, old / out.name)
+            os.rename(work, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(work, out)
+    except OSError as exc:
+        raise ImporterError(f"cannot move the corpus into {out}: {exc.strerror or exc}") from None
 
 
 @dataclass

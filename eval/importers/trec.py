@@ -49,7 +49,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .common import CorpusBuilder, Datasheet, ImporterError, LayoutError, add_graded_queries, read_jsonl
+from .common import CorpusBuilder, Datasheet, ImporterError, LayoutError, add_graded_queries, read_jsonl, reading
 
 __all__ = ["FIELDS", "import_trec", "read_topics"]
 
@@ -159,7 +159,7 @@ def read_collection(path: Path):
             yield str(obj[id_key]), title, str(obj[text_key])
         return
     csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-    with path.open(encoding="utf-8", newline="") as fh:
+    with reading(path), path.open(encoding="utf-8", newline="") as fh:
         for n, row in enumerate(csv.reader(fh, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
             if not row or not "".join(row).strip():
                 continue
