@@ -168,11 +168,6 @@ class CommitOutcomeUnknownError(ConnectionLostError):
     (``svc.head(artifact_id)``) before retrying: the Revision may or may not exist."""
 
 
-class ServiceClosedError(PowerContextError, RuntimeError):
-    """The MemoryService (its database connection) was closed; open a new one with
-    ``pc.open(...)``. (A RuntimeError too, as the closed backend's plain error was.)"""
-
-
 class EmbeddingUnavailableError(PowerContextError):
     """The embedding model cannot run right now (not installed, failed to load, …).
     Writes still commit with full-text only; vector search waits for a rebuild."""

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from .analyzer import get as get_analyzer
 from .profiles import resolve as resolve_embedding
-from .errors import InvalidMemoryRequestError
+from .backends.rules import require_utf8
+from .errors import InvalidMemoryRequestError, shown
 from .memory.service import MemoryService
 from .redaction import redact
+
+
+def _target(target: Any) -> str:
+    """A path or URL as text; anything else is refused before a file is created (str()
+    of None, 1.5, True or [] made database files called "None", "1.5", "True", "[]")."""
+    if isinstance(target, os.PathLike):
+        target = os.fspath(target)
+    if not isinstance(target, str) or not target.strip():
+        raise InvalidMemoryRequestError(
+            f"pc.open() takes a SQLite path, sqlite:///path.db, :memory: or an oceanbase:// URL, got {shown(target)}"
+        )
+    require_utf8(target, "the database path or URL")
+    if "\x00" in target:
+        raise InvalidMemoryRequestError("the database path or URL contains a NUL character")
+    return target
 
 
 def _sqlite_path(target: str) -> str | None:
@@ -43,10 +60,10 @@ async def open(target: Any, embedding: Any = None, analyzer: str | None = None, 
     without ``analyzer=``); naming another raises
     AnalyzerMismatchError (migrate with ``svc.rebuild_projections(analyzer=...)``).
     """
-    if not isinstance(target, str):
-        target = str(target)
+    target = _target(target)
     if analyzer is not None:
         get_analyzer(analyzer)  # an unknown name is refused before any file or database is created
+    MemoryService.check_options(**service_options)
     model = resolve_embedding(embedding)
     profile = None if model is None else model.profile
     path = _sqlite_path(target)

@@ -32,6 +32,7 @@ from ..errors import (
     ServiceClosedError,
     SourceConflictError,
     SourceNotFoundError,
+    shown,
 )
 from ..model import (
     MEMORY_FAMILY,
@@ -264,7 +265,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
                         f"{type(cite).__name__} is not a citation: it needs memory_ref, entry_id and entry_version_id"
                     ) from None
                 if not isinstance(ref, ArtifactRef):
-                    raise InvalidCitationError(f"memory_ref must be an ArtifactRef, got {ref!r}")
+                    raise InvalidCitationError(f"memory_ref must be an ArtifactRef, got {shown(ref)}")
                 try:  # re-checks the chunk holding this entry, not the whole manifest
                     revision = self._revision(tx, ref, (entry_id,))
                 except ArtifactNotFoundError as exc:

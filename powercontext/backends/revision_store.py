@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .. import canonical
-from ..errors import ArtifactNotFoundError, InvalidCitationError, InvalidMemoryRequestError
+from ..errors import ArtifactNotFoundError, InvalidCitationError, InvalidMemoryRequestError, shown
 from ..model import ArtifactRef, MemoryContent, MemoryManifest, MemoryRevision, MemoryRevisionChanges, RevisionLineage
 from . import manifest_chunks as mc
 from .caches import ByteLRU, budget_from_env
@@ -211,7 +211,7 @@ class RevisionStore:
         """Change lists only: a chunked Revision's head chunk (hash-checked against its
         key), so the cost is linear in the changes read, not in manifests."""
         if since is not None and (not isinstance(since, int) or isinstance(since, bool) or since < 0):
-            raise InvalidMemoryRequestError(f"since_revision must be None or an integer ≥ 0, got {since!r}")
+            raise InvalidMemoryRequestError(f"since_revision must be None or an integer ≥ 0, got {shown(since)}")
         with self._transaction(write=False) as tx:
             head = self._read_head(tx, ref.artifact_id)
             if head is None:

@@ -5,12 +5,14 @@ hash of a stored version, reference codecs, and L2 → cosine for unit vectors."
 from __future__ import annotations
 
 import contextlib
+import difflib
 import json
 from typing import Iterator
 
 from .. import analyzer, canonical
-from ..errors import AnalyzerMismatchError, InvalidCitationError, InvalidMemoryRequestError
+from ..errors import AnalyzerMismatchError, InvalidCitationError, InvalidMemoryRequestError, shown
 from ..model import (
+    KNOWN_KINDS,
     ArtifactRef,
     MemoryEntryVersion,
     SourceRef,
@@ -68,17 +70,14 @@ def normalize_reason(reason: object) -> str | None:
 
 
 def validate_kind(kind: object) -> str:
-    if (
-        not isinstance(kind, str)
-        or not kind
-        or len(kind) > MAX_KIND_LENGTH
-        or not all(33 <= ord(c) <= 126 for c in kind)
-    ):
-        raise InvalidMemoryRequestError(
-            f"kind must be a non-empty ASCII word of at most {MAX_KIND_LENGTH} characters "
-            f"(fact, preference, decision, constraint, working_note …), got {kind!r}"
-        )
-    return kind
+    """One rule for kinds, here and in the corpus validator: one of the RFC's known MVP
+    values. (Readers keep any kind a stored row holds; writers make only these, so a
+    typo like ``fcat`` is refused instead of becoming a kind of its own.)"""
+    if isinstance(kind, str) and kind in KNOWN_KINDS:
+        return kind
+    close = difflib.get_close_matches(kind, KNOWN_KINDS, n=1) if isinstance(kind, str) and len(kind) < 100 else []
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise InvalidMemoryRequestError(f"kind must be one of {', '.join(KNOWN_KINDS)}, got {shown(kind)}{hint}")
 
 
 MAX_METADATA_DEPTH = 32

@@ -160,16 +160,40 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             raise BackendUnavailableError(
                 f"SQLite {apsw.sqlite_lib_version()} is too old: PowerContext needs 3.38.0+ (FTS5 and vec0 APIs)"
             )
+        created = self.path != ":memory:" and not os.path.lexists(self.path)
         if self.path != ":memory:":
             _create_private(self.path)
-        # The connection is created and used only on the worker thread.
-        self._executor.submit(self._open_sync).result()
+        # The connection is created and used only on the worker thread. A file that is
+        # not a database (or not ours) is refused with the connection closed, and a file
+        # this call created is removed again: a refused open leaves nothing behind.
+        try:
+            self._executor.submit(self._open_sync).result()
+        except BaseException as exc:
+            self._executor.submit(self._close_quietly).result()
+            self._executor.shutdown(wait=True)
+            self._closed = True
+            if created:
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(self.path + suffix)
+            if isinstance(exc, apsw.Error):
+                raise BackendUnavailableError(
+                    f"cannot open {self.path!r} as a PowerContext SQLite database: {type(exc).__name__}: {exc}"
+                ) from None
+            raise
+
+    def _close_quietly(self) -> None:
+        con, self._con = getattr(self, "_con", None), None
+        if con is not None:
+            with contextlib.suppress(Exception):
+                con.close()
 
     def _open_sync(self) -> None:
         try:
             con = apsw.Connection(self.path)
         except apsw.Error as exc:
             raise BackendUnavailableError(f"cannot open SQLite database {self.path!r}: {exc}") from exc
+        self._con = con  # from here on, a failure closes it (__init__)
         con.set_busy_timeout(BUSY_TIMEOUT_MS)
         cur = con.cursor()
         if self.path != ":memory:":

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .. import analyzer
+from .. import analyzer, canonical
 from ..backends.rules import require_utf8
-from ..errors import InvalidMemoryRequestError
+from ..errors import InvalidMemoryRequestError, shown
 from ..model import ArtifactRef, MemoryRevision
 
 #: A search query is analyzed on every call: bound the work (documented in the README).
@@ -42,10 +42,18 @@ def sequence(value: Any, name: str) -> tuple[Any, ...]:
 
 
 def text_id(value: Any, name: str) -> str:
-    """An id-like string argument (entry_id, entry_version_id, artifact id)."""
+    """An id-like string argument (entry_id, entry_version_id, artifact id, Source
+    name): no stored row can have any other, so anything else is refused here, quoted
+    short, instead of travelling to the database and back into a long message."""
     if not isinstance(value, str) or not value:
         raise InvalidMemoryRequestError(f"{name} must be a non-empty string, got {type(value).__name__}")
-    return require_utf8(value, name)
+    require_utf8(value, name)
+    if not canonical.is_valid_id(value):
+        raise InvalidMemoryRequestError(
+            f"{name} must be printable ASCII without spaces, at most {canonical.MAX_ID_LENGTH} characters; "
+            f"got {shown(value)}"
+        )
+    return value
 
 
 def query_terms(query: Any, using: Any = None) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from ..errors import (
     CapabilityNotSupportedError,
     EmbeddingUnavailableError,
     InvalidMemoryRequestError,
+    shown,
 )
 from ..model import ArtifactRef, MemoryRevision, MemorySearchResult
 from . import admission, arguments
@@ -25,6 +26,14 @@ MAX_LIMIT = 1000
 
 class MemorySearch:
     """search / retrieve of MemoryService."""
+
+    def _policy(self, policy: Any) -> AdmissionPolicy:
+        """The policy to admit by: the caller's, or the service's when None."""
+        if policy is None:
+            return self.policy
+        if not isinstance(policy, AdmissionPolicy):
+            raise InvalidMemoryRequestError(f"policy must be an AdmissionPolicy or None, got {shown(policy)}")
+        return policy
 
     async def _search_refs(self, memories: Any) -> tuple[ArtifactRef, ...]:
         if isinstance(memories, (MemoryRevision, ArtifactRef)):
@@ -39,7 +48,7 @@ class MemorySearch:
     async def _plan_mode(self, mode: str, refs: tuple[ArtifactRef, ...]) -> tuple[str, str | None]:
         """The mode actually used and, for auto falling back, why."""
         if mode not in MODES:
-            raise InvalidMemoryRequestError(f"mode must be one of {MODES}, got {mode!r}")
+            raise InvalidMemoryRequestError(f"mode must be one of {MODES}, got {shown(mode)}")
         if mode == "fts":
             return "fts", None
         reason = await self._vector_unavailable(refs)
@@ -73,7 +82,7 @@ class MemorySearch:
         terms = arguments.query_terms(query, getattr(self.backend, "analyzer", None))
         if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIMIT:
             raise InvalidMemoryRequestError(f"limit must be an integer in 1..{MAX_LIMIT}")
-        policy = policy or self.policy
+        policy = self._policy(policy)
         refs = await self._search_refs(memories)
         used, fallback = await self._plan_mode(mode, refs)
         vector = None
@@ -107,7 +116,7 @@ class MemorySearch:
     ) -> MemorySearchResult:
         """Retrieve, admit each channel by ``policy``, fuse with RRF. Returns hits and
         the mode actually used; ``explain=True`` also returns every decision."""
-        policy = policy or self.policy
+        policy = self._policy(policy)
         retrieval, used, fallback = await self.retrieve(query, memories, limit, mode, policy)
         hits = admission.fuse(retrieval.channels, policy, limit)
         decisions = admission.explain(retrieval.channels, policy) if explain else ()

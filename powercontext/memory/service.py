@@ -10,6 +10,7 @@ database, so the evaluation harness can replay admission offline with the same c
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any, Iterable, Sequence
 
@@ -25,6 +26,7 @@ from ..errors import (
     EmbeddingUnavailableError,
     InvalidMemoryRequestError,
     RevisionConflictError,
+    shown,
 )
 from ..model import (
     ArtifactRef,
@@ -73,7 +75,7 @@ class SourceStore:
         """The Source persisted under ``name``, re-hashed on read: an altered payload
         raises InvalidCitationError. (Its hash is anchored where entry versions cite it;
         ``svc.verify`` checks those SourceRefs too.)"""
-        return await self._backend.get_source(name)
+        return await self._backend.get_source(arguments.text_id(name, "name"))
 
 
 class MemoryService(MemorySearch):
@@ -86,6 +88,7 @@ class MemoryService(MemorySearch):
         ids: IdMinter | None = None,
         policy: AdmissionPolicy | None = None,
     ) -> None:
+        self.check_options(pipeline=pipeline, ids=ids, policy=policy)
         self.backend = backend
         self.embedding = embedding
         # The model-free DefaultCandidatePipeline serves mode="extract" unless the
@@ -96,6 +99,25 @@ class MemoryService(MemorySearch):
         # each embedding model has its own default: thresholds tuned for one model's
         # cosines admit all or nothing under another's
         self.policy = policy or AdmissionPolicy.default_for(backend.embedding_profile)
+
+    @staticmethod
+    def check_options(**options: Any) -> None:
+        """Refuse service options this service does not take, or of the wrong kind
+        (``pc.open`` calls it before it creates anything)."""
+        unknown = sorted(set(options) - {"pipeline", "ids", "policy"})
+        if unknown:
+            raise InvalidMemoryRequestError(
+                f"unknown option {shown(unknown[0])}: a MemoryService takes pipeline=, ids= and policy="
+            )
+        pipeline, ids, policy = (options.get(k) for k in ("pipeline", "ids", "policy"))
+        if pipeline not in (None, "default") and not inspect.iscoroutinefunction(getattr(pipeline, "extract", None)):
+            raise InvalidMemoryRequestError(
+                f"pipeline must be None, 'default' or have async extract(sources, artifacts, current), got {shown(pipeline)}"
+            )
+        if ids is not None and not all(callable(getattr(ids, m, None)) for m in ("artifact_id", "entry_id", "entry_version_id")):
+            raise InvalidMemoryRequestError(f"ids must be an IdMinter (artifact_id, entry_id, entry_version_id), got {shown(ids)}")
+        if policy is not None and not isinstance(policy, AdmissionPolicy):
+            raise InvalidMemoryRequestError(f"policy must be an AdmissionPolicy or None, got {shown(policy)}")
 
     # ------------------------------------------------------------------ reads
 
@@ -210,7 +232,7 @@ class MemoryService(MemorySearch):
         Returns the new Revision; the current Revision when nothing changed; None when
         ``memory=None`` and nothing was worth saving."""
         if mode not in REMEMBER_MODES:
-            raise InvalidMemoryRequestError(f"mode must be one of {REMEMBER_MODES}, got {mode!r}")
+            raise InvalidMemoryRequestError(f"mode must be one of {REMEMBER_MODES}, got {shown(mode)}")
         entries = arguments.sequence(entries, "entries")
         sources = arguments.sequence(sources, "sources")
         artifacts = arguments.sequence(artifacts, "artifacts")
@@ -417,7 +439,8 @@ class MemoryService(MemorySearch):
         if memories is None:
             refs = await self.backend.list_memories()
         else:
-            refs = tuple(as_ref(m) for m in ((memories,) if isinstance(memories, (ArtifactRef, MemoryRevision)) else memories))
+            one = isinstance(memories, (ArtifactRef, MemoryRevision))
+            refs = tuple(as_ref(m) for m in ((memories,) if one else arguments.sequence(memories, "memories")))
             refs = tuple([ArtifactRef(r.artifact_id, (await self.head(r.artifact_id)).revision) for r in refs])
         rebuilt = {}
         for ref in refs:

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ..errors import SourceConflictError
+from ..errors import InvalidRuntimeRequestError, SourceConflictError, shown
 from .scoped import ScopedRuntime
 from .scopes import SOURCE_TYPE, memory_source_name
 from .sources import CapturedSource, CaptureReceipt, ContentCapture, ContentSourceAdapter, encode_source
+from .trigger import position
+
+MAX_JOURNAL_LIMIT = 100_000
 
 
 class ScopedSourceApplication:
@@ -67,9 +70,13 @@ class ScopedSourceApplication:
             return await self._scoped.find(source_id)
 
     async def journal(self, after: int = 0, limit: int = 100) -> tuple[CapturedSource, ...]:
-        """Captured Sources with sequence > ``after``, ascending, at most ``limit``."""
+        """Captured Sources with sequence > ``after``, ascending, at most ``limit``
+        (1..MAX_JOURNAL_LIMIT)."""
+        after = position(after, "after")
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_JOURNAL_LIMIT:
+            raise InvalidRuntimeRequestError(f"limit must be an integer in 1..{MAX_JOURNAL_LIMIT}, got {shown(limit)}")
         async with self._scoped.gate.admit():
-            records = await self._scoped.store.records(after, after + max(1, int(limit)))
+            records = await self._scoped.store.records(after, after + limit)
             return tuple(self._scoped.captured(r) for r in records)
 
     async def resolve_evidence(self, reference: str | bytes | Mapping[str, Any]) -> CapturedSource:

@@ -146,6 +146,8 @@ class ScopedMemoryApplication:
         return head
 
     async def _exact(self, anchors: Iterable[Any]) -> tuple[MemoryRevision, list[MemoryEntryVersion]]:
+        if not isinstance(anchors, (list, tuple)):
+            raise InvalidRuntimeRequestError(f"anchors must be a list or tuple of entry anchors, got {shown(anchors)}")
         anchors = [as_anchor(a) for a in anchors]
         if not anchors:
             raise InvalidRuntimeRequestError("name at least one entry")

@@ -43,6 +43,7 @@ JOB_NAME = "PowerContext source windows"
 JOBSTORE = "runtime"
 JOB_TABLE = "apscheduler_jobs"
 MIN_INTERVAL_SECONDS = 0.1
+MAX_INTERVAL_SECONDS = 366 * 24 * 3600
 _SIDECAR_TABLES = {JOB_TABLE}
 _JOB_STATE_KEYS = {"version", "id", "func", "trigger", "executor", "args", "kwargs", "name", "misfire_grace_time",
                    "coalesce", "max_instances", "next_run_time"}
@@ -105,10 +106,13 @@ async def dispatch_source_window(database_key: str) -> None:
 
 
 def validate_interval(seconds: object) -> float:
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= MIN_INTERVAL_SECONDS \
-            or seconds != seconds or seconds == float("inf"):
+    """An interval in MIN_INTERVAL_SECONDS..MAX_INTERVAL_SECONDS (a larger one overflowed
+    APScheduler's timedelta arithmetic)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) \
+            or not MIN_INTERVAL_SECONDS <= seconds <= MAX_INTERVAL_SECONDS:
         raise InvalidRuntimeRequestError(
-            f"schedule_seconds must be a finite number ≥ {MIN_INTERVAL_SECONDS}, got {shown(seconds)}"
+            f"schedule_seconds must be a number in {MIN_INTERVAL_SECONDS:g}..{MAX_INTERVAL_SECONDS} "
+            f"(one year), got {shown(seconds)}"
         )
     return float(seconds)
 

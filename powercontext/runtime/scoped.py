@@ -16,7 +16,7 @@ from typing import Any, Iterable, Mapping
 
 from .. import canonical, model
 from ..canonical import mint_id
-from ..errors import ArtifactNotFoundError, InvalidRuntimeRequestError, SourceConflictError, SourceNotFoundError
+from ..errors import ArtifactNotFoundError, InvalidRuntimeRequestError, SourceConflictError, SourceNotFoundError, shown
 from ..model import MemoryRevision, Source
 from .errors import InvalidSourcePayloadError
 from .ids import reserved_artifact_id
@@ -139,4 +139,6 @@ class ScopedRuntime:
 
     async def resolve_evidence(self, values: Iterable[Any]) -> tuple[Source, ...]:
         """Memory evidence (persisted Memory-layer Sources) for captured Sources."""
+        if not isinstance(values, (list, tuple)):
+            raise InvalidRuntimeRequestError(f"sources must be a list or tuple of captured Sources, got {shown(values)}")
         return tuple([await self.memory_source(await self.captured_for(v)) for v in values])

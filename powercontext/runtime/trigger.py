@@ -20,9 +20,13 @@ TRIGGER_NAME = "source_window"
 MAX_WINDOW_LIMIT = 10_000
 
 
-def _position(value: object, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise InvalidRuntimeRequestError(f"{what} must be an integer ≥ 0, got {shown(value)}")
+MAX_POSITION = 2**63 - 1  # journal sequences are signed 64-bit integers on both databases
+
+
+def position(value: object, what: str) -> int:
+    """A journal position: an integer in 0..MAX_POSITION."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_POSITION:
+        raise InvalidRuntimeRequestError(f"{what} must be an integer in 0..2**63-1, got {shown(value)}")
     return value
 
 
@@ -41,7 +45,7 @@ class SourceHighWatermark:
     limit: int
 
     def __post_init__(self) -> None:
-        _position(self.sequence, "high watermark")
+        position(self.sequence, "high watermark")
         window_limit(self.limit)
 
 
@@ -52,7 +56,7 @@ class SourceCursor:
     sequence: int = 0
 
     def __post_init__(self) -> None:
-        _position(self.sequence, "cursor")
+        position(self.sequence, "cursor")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +67,7 @@ class ProcessSourceWindow:
     through: int
 
     def __post_init__(self) -> None:
-        if _position(self.after, "window start") >= _position(self.through, "window end"):
+        if position(self.after, "window start") >= position(self.through, "window end"):
             raise InvalidRuntimeRequestError(f"an empty window ({self.after}, {self.through}] is not an Action")
 
     @property
