@@ -26,6 +26,7 @@ runs (a bundled one with a line saying how many style notes it has).
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
@@ -154,8 +155,17 @@ def _sweep_options(s: argparse.ArgumentParser) -> None:
                         "the dev/test split), 0 (dev/test) or k ≥ 2")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with each complaint on one short line: it quotes a bad value whole (a
+    100 kB path, a value holding a newline)."""
+
+    def error(self, message: str):
+        flat = " ".join(message.split())
+        super().error(flat if len(flat) <= 300 else f"{flat[:200]}… ({len(flat)} characters)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m powercontext.eval",
+    parser = _Parser(prog="python -m powercontext.eval",
                                      description="Measure relevance-admission thresholds on labelled corpora.")
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sweep", help="sweep the policy grid, recommend, write the run folder")
@@ -198,6 +208,15 @@ def import_command(args) -> int:
     from .datasets import validate
     from .importers import FORMATS, ImporterError
 
+    for name in ("src", "out", "qrels", "topics", "collection", "memory"):
+        value = getattr(args, name, None)
+        if value is None:
+            continue
+        try:  # a path the OS can take (undecodable bytes in argv come back as they were); a name in UTF-8
+            os.fsencode(value) if name != "memory" else value.encode("utf-8")
+        except UnicodeEncodeError:
+            print(f"error: {name} is not valid text (it holds a lone surrogate): {value[:80]!r}", file=sys.stderr)
+            return 2
     options: dict = {"force": args.force}
     if args.format == "locomo":
         options["cross"] = args.cross

@@ -13,7 +13,7 @@ from .redaction import redact_text
 MAX_QUOTED_CHARS = 80
 #: A message longer than this keeps its head and tail and says how much was cut: a
 #: message that quotes a 10 MB argument somewhere is not 10 MB long.
-MAX_MESSAGE_CHARS = 1000
+MAX_MESSAGE_CHARS = 600
 
 
 def shown(value: object, limit: int = MAX_QUOTED_CHARS) -> str:
