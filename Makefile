@@ -25,15 +25,20 @@ $(STAMP): pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile
 
-# Runtime crash loop beyond `make test`: 25 SIGKILLs per storage profile between the
-# Memory commit and the cursor save, each followed by a replay in a new process.
+# Runtime crash loops beyond `make test`: 25 SIGKILLs per storage profile between the
+# Memory commit and the cursor save, each followed by a replay in a new process; and 25
+# SIGKILLs of a capturing, flushing process (no acknowledged capture lost or doubled).
 soak-runtime: $(STAMP)
-	RUNTIME_KILLS=25 $(PY) -m pytest tests/runtime/test_restart_replay.py -s -q
+	RUNTIME_KILLS=25 CAPTURE_KILLS=25 $(PY) -m pytest tests/runtime/test_restart_replay.py \
+		tests/runtime/test_capture_crash_loop.py -s -q
 
 # The reliability loops at length (issue 13): 100 SIGKILLs of a child writer per
-# database and 2,000 fuzz examples per database, instead of make test's 10 and 120.
+# database and 2,000 fuzz examples per database, instead of make test's 10 and 120; and
+# the hostile-argument calls of every public entry point (issue 35), 200 per entry point
+# instead of 20 (~20 min).
 soak: $(STAMP)
-	PC_CRASH_KILLS=100 PC_FUZZ_EXAMPLES=2000 $(PY) -m pytest -q -s tests/reliability/test_crash_loop.py tests/reliability/test_fuzz.py
+	PC_CRASH_KILLS=100 PC_FUZZ_EXAMPLES=2000 PC_ENTRY_FUZZ_EXAMPLES=200 $(PY) -m pytest -q -s \
+		tests/reliability/test_crash_loop.py tests/reliability/test_fuzz.py tests/reliability/test_entry_points.py
 
 eval: $(STAMP)
 	$(PY) -m powercontext.eval sweep --all

@@ -3,7 +3,8 @@
 
 ``window TARGET SCOPE`` captures one Source with two structured entries and flushes it;
 like a step, it blocks between the Memory commit and the cursor save (issue 35, 1).
-``open TARGET SIDECAR T`` opens a scheduled Runtime at wall time T and closes it (two
+``capture-loop TARGET SCOPE START`` captures (and now and then flushes) until killed,
+acknowledging each capture on stdout (the capture crash loop). ``open TARGET SIDECAR T`` opens a scheduled Runtime at wall time T and closes it (two
 processes race to create the sidecar; issue 35, 8). ``capture TARGET SCOPE first|second`` captures one Source and blocks right after the
 first (or the second) durable write inside capture() — the journal append or the
 Memory-layer copy — printing ``AT journal|memory-copy`` (issue 35, 2).
@@ -165,6 +166,22 @@ async def open_at(target: str, sidecar: str, start_at: str) -> None:
     print("OPENED", flush=True)
 
 
+async def capture_loop(target: str, scope: str, start: str) -> None:
+    """Capture Sources without end, printing ``ack SOURCE_ID`` after each capture()
+    returned (acknowledged) and flushing every few; the parent SIGKILLs it anywhere."""
+    pipeline = DefaultCandidatePipeline()
+    runtime = await PowerContextRuntime.open(target, candidate_pipeline=pipeline)
+    sources, memory = runtime.sources.for_scope(scope), runtime.memory.for_scope(scope)
+    print("READY", flush=True)
+    n = int(start)
+    while True:
+        receipt = await sources.capture(capture(n))
+        print(f"ack {receipt.source.source_id} {receipt.sequence}", flush=True)
+        if n % 3 == 0:
+            await memory.flush()
+        n += 1
+
+
 def capture(n: int) -> ContentCapture:
     return ContentCapture(source_id=f"task-{n}", content=f"Finding {n}.", metadata={
         "type": "structured", "entries": [{"kind": "fact", "text": f"Finding number {n} holds after restarts."}]})
@@ -209,6 +226,8 @@ if __name__ == "__main__":
         asyncio.run(capture_until(*rest))
     elif mode == "open":
         asyncio.run(open_at(*rest))
+    elif mode == "capture-loop":
+        asyncio.run(capture_loop(*rest))
     else:
         assert mode == "step", mode
         target, scope, n, sidecar = rest
