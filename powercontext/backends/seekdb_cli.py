@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
-from .seekdb import CLI_DATABASE, DEFAULT_DIR, SeekdbServer, SeekdbStartError
+from .seekdb_server import CLI_DATABASE, DEFAULT_DIR, SeekdbServer, SeekdbStartError
 
 __all__ = ["run"]
 
@@ -18,7 +19,10 @@ def run(argv: list[str] | None = None) -> int:
     signal) and prints, like Jupyter's token URL, a URL to paste into ``pc.open`` as
     is: ``oceanbase://root:PASSWORD@127.0.0.1:PORT/pc`` (the password is the one in
     ``DIR/root.password``, shown only on this terminal). ``status`` prints the same two
-    lines (the URL alone on the second) and exits 0 if running, 3 if stopped.
+    lines (the URL alone on the second) and exits 0 if running, 3 if stopped — or if
+    an interrupted start left a seekdb holding the directory, which it names; ``stop``
+    ends that one too, and ``start`` replaces it. A SIGTERM during ``start`` (as
+    ``timeout`` sends) stops what the start launched.
     """
     parser = argparse.ArgumentParser(prog="python -m powercontext.backends.seekdb",
                                      description="Run a local seekdb (OceanBase kernel) server.")
@@ -33,7 +37,13 @@ def run(argv: list[str] | None = None) -> int:
     running = SeekdbServer.attach(base)
     if args.command == "status":
         if running is None:
-            print(f"stopped dir={base}")
+            strays = SeekdbServer.strays(base)
+            for pid, port, private in strays:
+                where = "in its private network namespace" if private else f"on port {port}"
+                print(f"not running: an interrupted start left seekdb pid {pid} {where} holding dir={base}; "
+                      "`stop` ends it, `start` replaces it")
+            if not strays:
+                print(f"stopped dir={base}")
             return 3
         # the URL alone on its own line, as `start` prints it: a line to paste into pc.open
         print(f"seekdb running: pid {running.pid}, port {running.port}, dir {base}")
@@ -42,20 +52,28 @@ def run(argv: list[str] | None = None) -> int:
     if args.command == "stop":
         if running is not None:
             running.stop(timeout=args.timeout)
-        print(f"stopped dir={base}")
+        ended = SeekdbServer.end_strays(base, timeout=args.timeout)
+        print(f"stopped dir={base}" + (f" (ended the interrupted start's pid {', '.join(map(str, ended))})" if ended else ""))
         return 0
     if running is not None:
         print(f"seekdb already running: pid {running.pid}, dir {base}")
         print(running.url_for(CLI_DATABASE))
         return 0
     server = SeekdbServer(base, port=args.port, memory_budget=args.memory_budget, detach=True)
+    previous = signal.signal(signal.SIGTERM, _terminated)  # start() stops what it launched on the way out
     try:
         server.start(timeout=args.timeout)
     except SeekdbStartError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     how = {"namespace": ", locked down before any network client could connect",
            "socket": f", root had no password for {server.exposure_seconds or 0:.3f} s"}.get(server.lockdown or "", "")
     print(f"seekdb running: pid {server.pid}, port {server.port}, dir {base}{how}")
     print(server.url_for(CLI_DATABASE))
     return 0
+
+
+def _terminated(signum, frame) -> None:
+    raise SystemExit(128 + signum)

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 __all__ = [
-    "free_port", "port_in_use", "is_loopback", "pid_alive", "is_our_seekdb",
-    "private_files", "private_files_and_death_signal", "namespace_prefix",
+    "free_port", "port_in_use", "is_loopback", "pid_alive", "is_our_seekdb", "seekdb_processes", "in_own_network",
+    "listen_port", "terminate", "private_files", "private_files_and_death_signal", "namespace_prefix",
     "new_password", "write_private",
 ]
 
@@ -72,6 +72,77 @@ def is_our_seekdb(pid: int, base_dir: Path) -> bool:
         return pid_alive(pid)  # no /proc: trust the pid file
     args = [a.decode(errors="replace") for a in argv]
     return bool(args) and args[0].endswith("seekdb") and str(base_dir) in args
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return [a.decode(errors="replace") for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def _base_dir_of(argv: list[str]) -> str | None:
+    """The ``--base-dir`` of a seekdb command line (also behind the ``unshare … sh -c``
+    wrapper of the private-namespace start), or None if it is not one."""
+    if "--base-dir" not in argv or not any(a.endswith("/seekdb") for a in argv):
+        return None
+    i = argv.index("--base-dir")
+    return argv[i + 1] if i + 1 < len(argv) else None
+
+
+def seekdb_processes(base_dir: Path) -> list[int]:
+    """Every live seekdb process of this user whose ``--base-dir`` is ``base_dir``: what
+    holds the directory, with or without a pid file (an interrupted start leaves none)."""
+    found, proc, me = [], Path("/proc"), os.getuid()
+    if not proc.is_dir():
+        return found
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        pid = int(entry.name)
+        try:
+            if entry.stat().st_uid != me:
+                continue
+        except OSError:
+            continue
+        if _base_dir_of(_argv(pid)) == str(base_dir) and pid_alive(pid):
+            found.append(pid)
+    return sorted(found)
+
+
+def listen_port(pid: int) -> int | None:
+    """The ``--port`` a seekdb process was launched with."""
+    argv = _argv(pid)
+    try:
+        return int(argv[argv.index("--port") + 1])
+    except (ValueError, IndexError):
+        return None
+
+
+def in_own_network(pid: int) -> bool:
+    """True if ``pid`` shares this process's network namespace (False: it runs in a
+    private one, reachable by nobody)."""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/net") == os.readlink("/proc/self/ns/net")
+    except OSError:
+        return True
+
+
+def terminate(pid: int, timeout: float = 15) -> bool:
+    """SIGTERM, then SIGKILL after ``timeout`` s; True once ``pid`` is gone."""
+    import time
+
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return True
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not pid_alive(pid):
+                return True
+            time.sleep(0.05)
+    return not pid_alive(pid)
 
 
 def _set_parent_death_signal() -> None:

@@ -1,0 +1,137 @@
+"""A seekdb start killed during its first start (issue 35, defect 3), on the real binary
+with real signals: the CLI is SIGKILLed, or gets the SIGTERM ``timeout`` sends, while
+its first-start server runs in the private network namespace. Whatever is left is
+reported by ``status`` (never "stopped" while a seekdb holds the directory), ended by
+``stop``, and the next ``start`` locks root down again before any client can reach the
+port: a prober hammering it with an empty root password never gets in."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pymysql
+import pytest
+
+from powercontext.backends.seekdb import LOCKED_FILE, PASSWORD_FILE, SeekdbServer
+from powercontext.backends.seekdb_os import free_port, in_own_network, seekdb_processes
+
+CLI = [sys.executable, "-m", "powercontext.backends.seekdb"]
+
+
+@pytest.fixture
+def server_dir(tmp_path):
+    path = tmp_path / "seekdb"
+    yield path
+    SeekdbServer.end_strays(path)
+    leftover = SeekdbServer.attach(path)
+    if leftover is not None:
+        leftover.stop()
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=180)
+
+
+def _until(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _in_private_namespace_and_serving(server_dir) -> bool:
+    isolated = [pid for pid in seekdb_processes(server_dir) if not in_own_network(pid)]
+    return bool(isolated) and (server_dir / "run" / "sql.sock").exists()
+
+
+class Prober:
+    """Tries root with an empty password on the port, over and over, in a thread."""
+
+    def __init__(self, port: int) -> None:
+        self.port, self.logins, self.done = port, [], threading.Event()
+        self.thread = threading.Thread(target=self._probe)
+
+    def _probe(self) -> None:
+        while not self.done.is_set():
+            try:
+                pymysql.connect(host="127.0.0.1", port=self.port, user="root", password="", connect_timeout=0.5).close()
+                self.logins.append(time.monotonic())
+            except pymysql.err.MySQLError:
+                pass
+            time.sleep(0.003)
+
+    def __enter__(self) -> "Prober":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_a_first_start_killed_in_its_private_namespace_is_recoverable(server_dir, sig):
+    port = free_port()
+    cli = subprocess.Popen([*CLI, "start", "--dir", str(server_dir), "--port", str(port)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert _until(lambda: _in_private_namespace_and_serving(server_dir), 120), cli.communicate(timeout=60)
+    cli.send_signal(sig)
+    cli.communicate(timeout=60)
+    assert cli.returncode in (-signal.SIGKILL, 128 + signal.SIGTERM), cli.returncode
+    assert (server_dir / PASSWORD_FILE).exists() and not (server_dir / LOCKED_FILE).exists()
+
+    left = seekdb_processes(server_dir)
+    status = _cli("status", "--dir", str(server_dir))
+    assert status.returncode == 3
+    if left:  # reported, never called stopped
+        assert "interrupted start" in status.stdout and str(left[0]) in status.stdout, status.stdout
+    stop = _cli("stop", "--dir", str(server_dir))
+    assert stop.returncode == 0, stop.stderr
+    assert _until(lambda: not seekdb_processes(server_dir), 30), "stop left a seekdb holding the directory"
+
+    with Prober(port) as prober:
+        started = _cli("start", "--dir", str(server_dir), "--port", str(port))
+        time.sleep(0.3)
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "locked down before any network client could connect" in started.stdout, started.stdout
+        assert prober.logins == [], "root logged in with no password over TCP"
+        assert (server_dir / LOCKED_FILE).exists()
+        attached = SeekdbServer.attach(server_dir)
+        assert attached is not None and attached.port == port
+    finally:
+        assert _cli("stop", "--dir", str(server_dir)).returncode == 0
+    assert _until(lambda: not seekdb_processes(server_dir), 30)
+
+
+def test_a_start_replaces_what_an_interrupted_start_left(server_dir):
+    """The library's start() ends a seekdb left holding the directory (here the first-start
+    server, kept alive on purpose by killing a start that runs it off the main thread,
+    where no parent-death signal can be armed) and locks down again."""
+    script = ("import sys, threading\n"
+              "from powercontext.backends.seekdb import SeekdbServer\n"
+              "t = threading.Thread(target=lambda: SeekdbServer(sys.argv[1], detach=True).start())\n"
+              "t.start(); t.join()\n")
+    child = subprocess.Popen([sys.executable, "-c", script, str(server_dir)])
+    assert _until(lambda: _in_private_namespace_and_serving(server_dir), 120)
+    child.send_signal(signal.SIGKILL)
+    child.wait(60)
+    time.sleep(0.5)
+    (orphan,) = [pid for pid in seekdb_processes(server_dir) if not in_own_network(pid)]
+    assert SeekdbServer.attach(server_dir) is None and SeekdbServer.strays(server_dir)[0][0] == orphan
+
+    server = SeekdbServer(server_dir).start()
+    try:
+        assert server.lockdown == "namespace" and orphan not in seekdb_processes(server_dir)
+        conn = server.connect()
+        conn.close()
+    finally:
+        server.stop()
