@@ -13,6 +13,8 @@ import powercontext as pc
 from powercontext.errors import MAX_MESSAGE_CHARS
 from powercontext.runtime import PowerContextRuntime
 
+from ..magics.conftest import shell  # noqa: F401  (the magics' IPython shell fixture)
+
 E = pc.MemoryEntryInput
 
 
@@ -103,3 +105,12 @@ async def test_bad_arguments_to_the_runtime_are_typed(tmp_path):
 class _Pipeline:
     async def extract(self, sources, artifacts, current):
         return ()
+
+
+def test_pcmem_remember_keeps_the_same_rule_for_kinds(shell, tmp_path, capsys):
+    from ..magics.helpers import fail, run
+
+    run(shell, f"%pcmem open {tmp_path / 'memory.db'}")
+    line = fail(shell, capsys, '%pcmem remember --kind fcat "a fact with a mistyped kind"')
+    assert "kind must be one of fact, preference" in line and "did you mean 'fact'" in line
+    assert run(shell, "%pcmem memories").empty
