@@ -35,7 +35,11 @@ _INVALID_CHOICE = re.compile(r"invalid choice: '([^']*)'")
 
 
 def with_hint(parser: argparse.ArgumentParser, message: str) -> str:
-    """``message`` plus "did you mean …" for a mistyped option (``--limt``) or choice."""
+    """``message`` plus "did you mean …" for a mistyped option (``--limt``) or choice, on
+    one short line: argparse quotes a bad value whole, newlines and 100 kB included."""
+    message = " ".join(message.split())
+    if len(message) > 300:
+        message = f"{message[:200]}… ({len(message)} characters)"
     unrecognized = _UNRECOGNIZED.search(message)
     if unrecognized:
         options = [s for s in parser._option_string_actions if s.startswith("--")]

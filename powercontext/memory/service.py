@@ -331,6 +331,7 @@ class MemoryService(MemorySearch):
     ) -> MemoryRevision:
         """Revise an active entry by replacing the one occurrence of ``old_string``
         through the ``remember`` path (rules and refusals: memory/patching.py)."""
+        sources, artifacts = arguments.sequence(sources, "sources"), arguments.sequence(artifacts, "artifacts")
         base = await self._base(memory)
         current = await self.entry(base, patching.patch_target(base, entry))
         candidate = patching.patch_candidate(current, old_string, new_string, reason, sources, artifacts)

@@ -460,6 +460,7 @@ def test_importers_cli(tmp_path, monkeypatch, capsys):
             return
         err = capsys.readouterr().err
         if code:
+            ledger.typed[fmt] += 1  # refused: an exit code and one line
             lines = [line for line in err.splitlines() if line.strip() and not line.startswith(("usage:", " "))]
             if len(lines) != 1 or "Traceback" in err or len(lines[0]) > 800 or "x" * QUOTED in lines[0]:
                 ledger.raw.append(f"{fmt} {argv!r:.200}: exit {code} with {len(lines)} lines: {err[-300:]!r}")
