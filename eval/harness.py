@@ -152,6 +152,26 @@ class SweepResult:
         """The policy recommended for ``mode`` (or ``"joint"``: one for every mode)."""
         return policy_from_fields(self.recommendations.set_index("mode").loc[mode])
 
+    def by_tag(self, facet: str = "tag", policies: Sequence[str] = ("default", "recommended"),
+               split: str | None = None, backend: str | None = None, mode: str | None = None) -> pd.DataFrame:
+        """Which kind of question a policy fails: ``breakdown`` cut to one ``facet``
+        (``tag``, ``lang`` or ``corpus``), the named ``policies`` and ``split`` (default:
+        test for a dev/test run, all queries for a cross-validated one), optionally one
+        backend and mode. Per row: query counts, nDCG@10, the answered share (answerable
+        queries given at least one hit) and false admission with 95 % bootstrap CIs, and
+        ``few_positive`` / ``few_empty`` where a rate rests on fewer than 20 queries."""
+        split = split or ("all" if self.folds else "test")
+        b = self.breakdown
+        keep = (b["facet"] == facet) & (b["split"] == split) & b["policy"].isin(policies)
+        if backend is not None:
+            keep &= b["backend"] == backend
+        if mode is not None:
+            keep &= b["mode"] == mode
+        cols = ["backend", "mode", "policy", "value", "queries", "positive", "empty", "ndcg@10", "ndcg@10_lo",
+                "ndcg@10_hi", "answered", "answered_lo", "answered_hi", "false_admission", "false_admission_lo",
+                "false_admission_hi", "few_positive", "few_empty"]
+        return b.loc[keep, cols].rename(columns={"value": facet}).reset_index(drop=True)
+
     def summary_table(self, split: str | None = None) -> pd.DataFrame:
         """The printed summary: one row per backend × mode × policy on ``split``
         (default: test for a dev/test run, all queries for a cross-validated one, whose

@@ -366,17 +366,62 @@ def section_limits(result: Any) -> Section:
     return Section("limits", "Limit sensitivity", f"<div class='row'>{body}</div>")
 
 
-def section_breakdown(result: Any) -> Section:
+#: The named policies the per-tag tables compare (the shipped default, the run's choice).
+BREAKDOWN_POLICIES = ("default", "recommended")
+FEW = "⚠"  #: the mark of a rate on fewer than verdict.SMALL queries, as on the first screen
+
+
+def _split_words(split: str) -> str:
+    return "all queries (a cross-validated run)" if split == "all" else f"the {split} split"
+
+
+def _rate(row: pd.Series, metric: str, few: bool) -> str:
+    """``0.512 [0.401, 0.620]``, with ⚠ when it rests on fewer than MIN_QUERIES queries; — when undefined."""
+    value = row.get(metric)
+    if value is None or pd.isna(value):
+        return "—"
+    return f"{value:.3f} [{row[f'{metric}_lo']:.3f}, {row[f'{metric}_hi']:.3f}]" + (f" {FEW}" if few else "")
+
+
+def breakdown_table(result: Any, backend: str, mode: str, split: str) -> pd.DataFrame:
+    """One row per tag, language and corpus; per named policy nDCG@10, the answered
+    share and false admission with their 95 % CIs (``result.breakdown``)."""
     b = result.breakdown
-    focus = b[(b["split"] == "test") & (b["policy"].isin(["recommended", "initial", "no-admission"]))]
-    cols = ["backend", "mode", "policy", "value", "queries", "ndcg@10", "recall@10", "set_f1", "false_admission",
-            "empty_answer"]
-    focus = focus.assign(queries=[f"{n} ⚠" if n < verdict.SMALL else str(n) for n in focus["queries"]])
-    parts = ["<p>Recommended, initial and no admission on the test split, per query tag, language and corpus. "
-             f"⚠: the row rests on fewer than {verdict.SMALL} queries; read its rates as anecdotes.</p>"]
-    for facet in ("tag", "lang", "corpus"):
-        parts += [f"<h3>By {facet}</h3>", table(focus[focus["facet"] == facet][cols], what=f"rows by {facet}")]
-    return Section("breakdown", "Breakdowns by tag, language and corpus", "\n".join(parts))
+    b = b[(b["backend"] == backend) & (b["mode"] == mode) & (b["split"] == split)
+          & b["policy"].isin(BREAKDOWN_POLICIES)]
+    rows = []
+    for (facet, value), g in b.groupby(["facet", "value"], sort=False):
+        first = g.iloc[0]
+        row = {"facet": facet, "value": value, "answerable": int(first["positive"]), "unanswerable": int(first["empty"])}
+        for _, r in g.set_index("policy").reindex(BREAKDOWN_POLICIES).dropna(how="all").iterrows():
+            row[f"{r.name}: nDCG@10"] = _rate(r, "ndcg@10", bool(r["few_positive"]))
+            row[f"{r.name}: answered"] = _rate(r, "answered", bool(r["few_positive"]))
+            row[f"{r.name}: false adm."] = _rate(r, "false_admission", bool(r["few_empty"]))
+        rows.append(row)
+    order = {"tag": 0, "lang": 1, "corpus": 2}
+    return pd.DataFrame(rows).sort_values(["facet", "value"], key=lambda c: c.map(order) if c.name == "facet" else c,
+                                          kind="stable").reset_index(drop=True) if rows else pd.DataFrame()
+
+
+def section_breakdown(result: Any) -> Section:
+    """Which kind of question each policy fails: per tag, language and corpus, with CIs."""
+    from .tables import MIN_QUERIES
+
+    split = "all" if result.folds else "test"
+    modes = sorted(_modes(result), key=lambda m: ("hybrid", "vector", "fts").index(m))
+    parts = [f"<p>The shipped default (<code>AdmissionPolicy.default_for({result.collected.profile_id!r})</code>) and "
+             f"this run's recommendation on {_split_words(split)}, per query tag, language and corpus: nDCG@10 and the "
+             "<i>answered</i> share (answerable queries given at least one hit) over the answerable queries, false "
+             "admission over the unanswerable ones, each with its 95 % bootstrap CI. A query with several tags counts "
+             f"under each. {FEW}: the rate rests on fewer than {MIN_QUERIES} queries — its interval is wide, read it as "
+             "a hint. Every policy, metric and split: <code>breakdown.csv</code>, <code>result.by_tag()</code>.</p>"]
+    for i, mode in enumerate(modes):
+        for j, backend in enumerate(result.collected.backends):
+            body = table(breakdown_table(result, backend, mode, split), collapse=None)
+            title = f"{mode} · {backend}"
+            parts.append(f"<h3>{html.escape(title)}</h3>{body}" if i == j == 0
+                         else details(f"{title} (click to show)", body))
+    return Section("breakdown", "Which questions fail: by tag, language and corpus", "\n".join(parts))
 
 
 def section_abstention(result: Any) -> Section:

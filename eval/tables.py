@@ -19,8 +19,10 @@ from .abstention import abstention_table
 from .databases import check_names
 from .recommend import Recommendation
 from .sweep import INITIAL, POINT_COLUMNS, point_values, policy_label
+from .verdict import SMALL
 
-__all__ = ["STATS_METRICS", "abstention_frame", "check_metrics", "breakdown_frame", "per_query_table", "stats_frame", "summary_frame"]
+__all__ = ["BREAKDOWN_CIS", "MIN_QUERIES", "STATS_METRICS", "abstention_frame", "check_metrics", "breakdown_frame",
+           "per_query_table", "stats_frame", "summary_frame"]
 
 SUMMARY_METRICS = ("ndcg@10", "mrr@10", "recall@10", "precision@1", "set_precision", "set_recall", "set_f1",
                    "false_admission", "empty_answer", "hits")
@@ -105,29 +107,85 @@ def summary_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]]) -> 
     return pd.DataFrame(rows)
 
 
+#: Below this many queries a rate's interval is too wide to rank policies by (the
+#: report's rule, ``verdict.SMALL``); the breakdown flags such rates (``few_positive`` /
+#: ``few_empty``) and the report marks them.
+MIN_QUERIES = SMALL
+#: The rates the breakdown gives 95 % bootstrap CIs for, and the population each is a
+#: mean over: nDCG@10 and the answered share over answerable queries, false admission
+#: over the unanswerable ones.
+BREAKDOWN_CIS = {"ndcg@10": "positive", "answered": "positive", "false_admission": "empty"}
+_KEYS = ["backend", "mode", "policy"]
+
+
+def _population_mask(d: pd.DataFrame, population: str) -> pd.Series:
+    positive = d["positive"].astype(bool)
+    return {"positive": positive, "empty": ~positive, "all": pd.Series(True, index=d.index)}[population]
+
+
+def _group_cis(g: pd.DataFrame) -> dict[tuple, dict[str, float]]:
+    """CIs of ``BREAKDOWN_CIS`` for each backend × mode × policy of one facet value and
+    split: the policies share the group's queries, so one resampling serves them all."""
+    out: dict[tuple, dict[str, float]] = {}
+    for metric, population in BREAKDOWN_CIS.items():
+        part = g[_population_mask(g, population)].sort_values([*_KEYS, "query_id"], kind="stable")
+        if part.empty:
+            continue
+        keys, rows = zip(*((k, v[metric].to_numpy(float)) for k, v in part.groupby(_KEYS, sort=False)))
+        if len({len(r) for r in rows}) == 1:
+            lo, hi = M.bootstrap_ci_rows(np.stack(rows))
+        else:  # policies over different queries (a hand-made table): one at a time
+            lo, hi = map(np.array, zip(*(M.bootstrap_ci(r) for r in rows)))
+        for k, a, b in zip(keys, lo, hi):
+            out.setdefault(k, {}).update({f"{metric}_lo": float(a), f"{metric}_hi": float(b)})
+    return out
+
+
 def breakdown_frame(per_query: pd.DataFrame) -> pd.DataFrame:
-    """Metrics of the named policies by tag, language and corpus (and split); each
-    metric is the mean over the group's queries of its population."""
+    """Metrics of the named policies by tag, language and corpus (and split), so a
+    researcher sees which kind of question a policy fails. Each metric is the mean over
+    the group's queries of its population; ``answered`` is the share of answerable
+    queries given at least one hit (1 − empty_answer); ``queries`` / ``positive`` /
+    ``empty`` count the group's queries, answerable ones and unanswerable ones;
+    ``ndcg@10_lo`` … ``false_admission_hi`` are 95 % percentile-bootstrap CIs of
+    ``BREAKDOWN_CIS`` (2,000 resamples, seed 0, as the summary's); ``few_positive`` /
+    ``few_empty`` flag rates resting on fewer than ``MIN_QUERIES`` queries. A query
+    with several tags counts under each."""
+    pq = per_query.assign(answered=1.0 - per_query["empty_answer"].astype(float))
+    metrics = [*M.METRIC_NAMES, "answered"]
+    population = {**{m: M.BY_NAME[m].population for m in M.METRIC_NAMES}, "answered": "positive"}
     frames = []
-    exploded = per_query.explode("tags").rename(columns={"tags": "tag"})
-    facets = {"tag": exploded, "lang": per_query, "corpus": per_query}
-    masks = {"positive": lambda d: d["positive"].astype(bool), "empty": lambda d: ~d["positive"].astype(bool),
-             "all": lambda d: pd.Series(True, index=d.index)}
+    exploded = pq.explode("tags").rename(columns={"tags": "tag"})
+    facets = {"tag": exploded, "lang": pq, "corpus": pq}
     for facet, df in facets.items():
         for split in ("all", "dev", "test"):
             d = df if split == "all" else df[df["split"] == split]
-            keys = [d[k] for k in ("backend", "mode", "policy", facet)]
+            d = d[d[facet].notna()]
+            keys = [d[k] for k in (*_KEYS, facet)]
             out = d.groupby(keys, sort=True).agg(queries=("positive", "size"), positive=("positive", "sum"))
-            for metric in M.METRIC_NAMES:
-                values = d[metric].where(masks[M.BY_NAME[metric].population](d))
+            for metric in metrics:
+                values = d[metric].where(_population_mask(d, population[metric]))
                 out[metric] = values.groupby(keys, sort=True).mean()
             out = out.reset_index()
-            out.columns = ["backend", "mode", "policy", "value", *out.columns[4:]]
-            frames.append(out.assign(facet=facet, split=split))
-    cols = ["backend", "mode", "policy", "facet", "value", "split", "queries", "positive", *M.METRIC_NAMES]
-    result = pd.concat(frames, ignore_index=True)[cols]
+            out.columns = [*_KEYS, "value", *out.columns[4:]]
+            cis = {}
+            for value, g in d.groupby(facet, sort=True):
+                cis.update({(*k, value): v for k, v in _group_cis(g).items()})
+            bounds = pd.DataFrame([cis.get(tuple(r), {}) for r in out[[*_KEYS, "value"]].itertuples(index=False)],
+                                  index=out.index)
+            frames.append(pd.concat([out, bounds], axis=1).assign(facet=facet, split=split))
+    ci_cols = [f"{m}_{end}" for m in BREAKDOWN_CIS for end in ("lo", "hi")]
+    result = pd.concat(frames, ignore_index=True)
+    for col in ci_cols:
+        if col not in result:
+            result[col] = math.nan
     result["positive"] = result["positive"].astype(int)
-    return result
+    result["empty"] = result["queries"] - result["positive"]
+    result["few_positive"] = result["positive"] < MIN_QUERIES
+    result["few_empty"] = result["empty"] < MIN_QUERIES
+    cols = [*_KEYS, "facet", "value", "split", "queries", "positive", "empty", *metrics, *ci_cols,
+            "few_positive", "few_empty"]
+    return result[cols]
 
 
 #: The metrics the paired tests compare unless told otherwise (``--metrics``).
