@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from . import metrics as M
+from .peers import peers_side_by_side
 
 METRICS = ("ndcg@10", "false_admission", "empty_answer")
 POLICIES = ("default", "recommended", "initial")
@@ -148,6 +149,9 @@ def write(results: dict[str, Any], out: Path, seed: int = 0) -> dict[str, pd.Dat
     _csv(tables["side_by_side"], out / "embeddings.csv")
     _csv(tables["winners"], out / "embedding_winners.csv")
     _csv(tables["paired"], out / "embedding_paired.csv")
+    peers = peers_side_by_side(results)
+    if len(peers):
+        _csv(peers, out / "embedding_peers.csv")
     described = "\n".join(f"- `{name}`: {r.collected.embedding.get('model', '')} profile "
                           f"`{r.collected.profile_id}`, run folder `{name}/` (report `{name}/report.html`)"
                           for name, r in results.items())
@@ -161,6 +165,10 @@ def write(results: dict[str, Any], out: Path, seed: int = 0) -> dict[str, pd.Dat
             else "(needs two or more corpora)", "",
             "## Paired test on the same queries (a − b), hybrid", "",
             _md(hybrid, ["a", "b", "backend", "policy", "metric", "queries", "mean_a", "mean_b", "diff", "diff_lo",
-                         "diff_hi", "p_value"]) if len(hybrid) else "(no hybrid mode in these runs)", ""]
+                         "diff_hi", "p_value"]) if len(hybrid) else "(no hybrid mode in these runs)", "",
+            "## Peers' defaults under each profile (corpora pooled)", "",
+            "Other libraries' default cutoffs replayed at their own top-k (`powercontext.eval.references`): a cosine "
+            "cutoff chosen for one model admits a different set under another.", "",
+            _md(peers, list(peers.columns)) if len(peers) else "(no vector or hybrid mode in these runs)", ""]
     (out / "embeddings.md").write_text("\n".join(text), encoding="utf-8")
     return tables

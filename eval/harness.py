@@ -54,6 +54,7 @@ from .retrieval import channels_of, records_by
 from .splits import DEFAULT_SEED
 from .grid import policy_from_fields
 from .sweep import INITIAL, MODES, Grid, Replay, point_values, policy_label
+from .peers import peers_frame
 from .transfer import leave_one_out
 from .external import external_per_query, external_runs
 from .tables import abstention_frame, breakdown_frame, check_metrics, per_query_table, stats_frame, summary_frame
@@ -140,6 +141,7 @@ class SweepResult:
     splits: pd.DataFrame = field(default_factory=pd.DataFrame)  # corpus, query_id, split, split_origin, fold
     seed: int = DEFAULT_SEED
     transfer: pd.DataFrame = field(default_factory=pd.DataFrame)  # leave-one-corpus-out per family (transfer.leave_one_out)
+    peers: pd.DataFrame = field(default_factory=pd.DataFrame)  # peers' defaults replayed here (peers.peers_frame)
 
     @property
     def method(self) -> str:
@@ -380,6 +382,8 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     default = collected.default_policy
     per_query = per_query_table(replays, queries, recs, objective.limit, default=default)
     transfer = leave_one_out(table, replays, queries, objective, seed=seed, default=default)
+    peers = peers_frame(replays, queries, collected.max_limit, objective.limit,
+                        named={m: {"default": default, "recommended": recs[m].policy} for m in collected.modes})
     qrels = collected.qrels
     cross, notes = cross_backend(collected, per_query)  # our policies only: an external run is the same on both
     external = external_runs(runs, collected.corpora)
@@ -404,7 +408,7 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
         abstention=abstention_frame(replays, queries, collected.candidates),
         cross=cross, notes=notes, timings=timings, replays=replays,
         sensitivity=sensitivity(table, collected.modes, chooser), folds=k, crossval=cv_folds,
-        crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed, transfer=transfer,
+        crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed, transfer=transfer, peers=peers,
     )
 
 

@@ -19,7 +19,8 @@ import pandas as pd
 
 from .sweep import MODE_CHANNELS
 
-__all__ = ["BACKEND_STYLE", "DPI", "Png", "backend_style", "cosine_positions", "plot_frontier", "plot_limits", "plot_thresholds"]
+__all__ = ["BACKEND_STYLE", "DPI", "Png", "backend_style", "cosine_positions", "place_labels", "plot_frontier",
+           "plot_limits", "plot_peers", "plot_thresholds"]
 
 #: 1.5× a screen's 96 dpi: crisp when the page scales a figure down, and the
 #: self-contained report stays around a megabyte.
@@ -182,6 +183,88 @@ def plot_frontier(result: Any, modes: list[str]) -> Png:
     axes[-1].legend(handles=legend, fontsize=7, loc="lower right")
     fig.suptitle(f"nDCG vs false admission: every swept policy ({o.split} split, limit {o.limit}); "
                  "the step line is the best reachable trade-off", fontsize=10)
+    return png(fig)
+
+
+#: A label's height as a fraction of the axes, and a character's width in font sizes.
+LABEL_HEIGHT, CHAR_WIDTH = 0.045, 0.55
+
+
+def place_labels(ax, labels: list[tuple[float, float, str]], fontsize: float = 6.5) -> None:
+    """Name points on ``ax`` (after its limits are set) without labels covering each
+    other: a label that would overlap one already drawn moves down, with a leader line
+    back to its point. ``labels``: (x, y, text) in data units."""
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    width_pt = ax.get_position().width * ax.figure.get_figwidth() * 72
+    placed: list[tuple[float, float, float]] = []  # (left, right, y) of the labels drawn, as fractions of the axes
+    for x, y, text in sorted(labels, key=lambda t: (t[0], -t[1])):
+        fx, fy = (x - x0) / (x1 - x0), (y - y0) / (y1 - y0)
+        right = fx + len(text) * fontsize * CHAR_WIDTH / width_pt
+        at = fy
+        while any(fx < r and l < right and abs(at - py) < LABEL_HEIGHT for l, r, py in placed):
+            at -= LABEL_HEIGHT / 2
+        placed.append((fx, right, at))
+        ax.annotate(text, (x, y), xytext=(fx + 0.012, at + 0.008), textcoords="axes fraction", fontsize=fontsize,
+                    zorder=7, arrowprops=dict(arrowstyle="-", color="0.5", lw=0.5) if at != fy else None,
+                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.7))
+
+
+#: This project's own policies among the peers: (marker, size).
+OWN_MARKERS = {"default": ("*", 150), "recommended": ("P", 70)}
+
+
+def _peer_labels(points: pd.DataFrame, x: str, y: str) -> list[tuple[float, float, str]]:
+    """One label per distinct (x, y) to three decimals: peers that land on the same
+    point (every no-cutoff library at a similar k) share it, names joined."""
+    keyed = points.assign(_x=points[x].round(3), _y=points[y].round(3))
+    return [(float(g[x].iloc[0]), float(g[y].iloc[0]), ", ".join(g["reference"]))
+            for _, g in keyed.groupby(["_x", "_y"], sort=True)]
+
+
+def plot_peers(result: Any, mode: str, split: str) -> Png:
+    """Peers' defaults on ``mode``'s frontier: every grid point of the run (objective
+    limit, ``split``, all corpora pooled) as (false admission, nDCG@10), each backend's
+    Pareto frontier, and each reference policy (``result.peers``, at its own top-k) as
+    a named point, beside this project's default and the run's recommendation."""
+    o = result.objective
+    s = result.sweep
+    d = s[(s["mode"] == mode) & (s["corpus"] == "all") & (s["split"] == split) & (s["limit"] == o.limit)]
+    p = result.peers
+    p = p[(p["mode"] == mode) & (p["corpus"] == "all") & (p["split"] == split)]
+    fig = _figure(figsize=(7.2, 4.2), layout="constrained")
+    ax = fig.subplots()
+    for backend, g in d.groupby("backend"):
+        style = backend_style(backend)
+        ax.scatter(g[o.constraint], g[o.metric], s=5, alpha=0.2, color=style["color"], marker=style["marker"])
+        fx, fy = _frontier(g, o.constraint, o.metric)
+        ax.step(fx, fy, where="post", color=style["color"], linestyle=style["linestyle"], lw=1.2,
+                label=f"{backend} frontier (limit {o.limit})")
+    for backend, g in p.groupby("backend"):
+        color = backend_style(backend)["color"]
+        filled = backend == result.collected.backends[0]
+        for kind, part in g.groupby("kind"):
+            for _, r in part.iterrows():
+                marker, size = OWN_MARKERS.get(r["reference"], ("D", 34)) if kind == "this project" else ("D", 34)
+                ax.scatter(r[o.constraint], r[o.metric], marker=marker, s=size if filled else size * 2,
+                           color=color if filled else "none", edgecolor="k" if filled else color,
+                           linewidths=0.6 if filled else 1.3, zorder=5 if filled else 6)
+    ax.axvline(o.bound, color="red", lw=0.8, ls="--", label=f"bound {o.bound:g}")
+    ax.set_xlim(-0.03, 1.08)
+    ax.set_ylim(-0.02, 1.02)
+    first = p[p["backend"] == result.collected.backends[0]]
+    place_labels(ax, _peer_labels(first, o.constraint, o.metric))
+    ax.set_xlabel(f"{o.constraint} ({split})")
+    ax.set_ylabel(f"{o.metric} ({split})")
+    ax.grid(alpha=0.3)
+    from matplotlib.lines import Line2D
+
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], marker="D", linestyle="", markerfacecolor="w", markeredgecolor="k", label="peer default"),
+                *[Line2D([], [], marker=m, linestyle="", markerfacecolor="w", markeredgecolor="k", markersize=8,
+                         label=f"{name} (this project)") for name, (m, _) in OWN_MARKERS.items()]]
+    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    ax.set_title(f"{mode}: peers' defaults at their own top-k (filled: {result.collected.backends[0]}; "
+                 "hollow: the other database)", fontsize=9)
     return png(fig)
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import metrics as M
 from . import runfiles
-from .plots import Png, plot_frontier, plot_limits, plot_thresholds
+from .plots import Png, plot_frontier, plot_limits, plot_peers, plot_thresholds
 from .console import format_summary  # noqa: F401 - the console summary, re-exported
 from .results import SWEEP_ORDER, write_table
 from . import verdict
@@ -115,6 +115,8 @@ def run_tables(result: Any) -> list[tuple[str, pd.DataFrame, tuple[str, ...]]]:
               ("splits", result.splits, ())]
     if len(result.transfer):
         tables.append(("leave_one_out", result.transfer, ()))
+    if len(result.peers):
+        tables.append(("peers", result.peers, ()))
     if result.folds:
         tables += [("crossval_folds", result.crossval, ()), ("crossval", result.crossval_summary, ())]
     if len(result.stages):
@@ -424,6 +426,41 @@ def section_breakdown(result: Any) -> Section:
     return Section("breakdown", "Which questions fail: by tag, language and corpus", "\n".join(parts))
 
 
+def section_peers(result: Any) -> Section | None:
+    """Where peers' defaults land: each library's documented default relevance cutoff,
+    mapped onto this project's signals, replayed on this run (``result.peers``)."""
+    from .peers import peers_table
+    from .references import references_frame
+
+    peers = result.peers
+    title = "Peers' defaults on the same frontier"
+    if peers is None or peers.empty:
+        return None
+    split = "all" if result.folds else "test"
+    profile = (result.collected.embedding or {}).get("profile", "none")
+    parts = [f"<p>What a user gets who keeps another memory library's default relevance cutoff, replayed on this run's "
+             f"candidates (the same replay as every sweep point, so each figure is what an online search with that "
+             f"policy returns here). Each library's documented default is mapped onto the nearest signal of this "
+             f"project (the table below says how, and where the mapping is approximate); most document no cutoff at "
+             f"all, only a top-k, and so admit something for every unanswerable question. Cell: nDCG@10 / false "
+             f"admission on {_split_words(split)}, at the library's own top-k (<i>k</i>). <code>default</code> and "
+             f"<code>recommended</code> are this project's, at limit {result.objective.limit}.</p>",
+             f"<p class='muted'>Cosine cutoffs are model-specific: each library chose its value for the model it ships "
+             f"with, so the same number admits different sets under another model. This run embeds with "
+             f"<code>{html.escape(str(profile))}</code>; <code>--embeddings minilm,e5</code> shows the peers under "
+             f"each profile. Sources, values and the mapping: <code>reports/thresholds/peers.md</code>.</p>"]
+    libraries = peers[(peers["kind"] == "peer") & (peers["reference"] != "rfc-initial")]  # the RFC's: in every table
+    for mode in [m for m in ("vector", "hybrid", "fts") if m in set(libraries["mode"])]:
+        parts += [f"<h3>{mode}</h3>", table(peers_table(peers, split, mode=mode), collapse=None),
+                  _image(plot_peers(result, mode, split), f"{mode}: peers' defaults on the frontier")]
+    refs = references_frame()
+    parts.append(details(f"{len(refs)} reference policies: source, documented value, what it thresholds, the "
+                         "mapping (click to show)",
+                         table(refs[["name", "library", "default", "basis", "thresholds", "limit", "modes", "policy",
+                                     "mapping", "note", "source", "version"]], collapse=None)))
+    return Section("peers", title, "\n".join(parts))
+
+
 def section_abstention(result: Any) -> Section:
     a = result.abstention
     return Section("abstention", "Abstention (nAUC)", table(a[a["split"] == "all"] if len(a) else a))
@@ -473,8 +510,9 @@ def section_definitions(result: Any) -> Section:
 #: The report's sections in order; a builder returns a Section (or None to skip).
 #: Add a section by adding its builder here: the table of contents follows.
 SECTIONS = [
-    section_recommendation, section_transfer, section_external, section_recommendations, section_method, section_summary, section_stats,
-    section_thresholds, section_limits, section_breakdown, section_abstention, section_cross, section_timing,
+    section_recommendation, section_transfer, section_external, section_peers, section_recommendations, section_method,
+    section_summary, section_stats, section_thresholds, section_limits, section_breakdown, section_abstention,
+    section_cross, section_timing,
     section_files, section_definitions,
 ]
 

@@ -15,6 +15,12 @@ tick instead of stretching the axis to −1. ``fts_min_terms`` is an IntSlider, 
 float thresholds and the limit are SelectionSliders over the swept values, and every
 label is shown whole. Without a live kernel the tuner displays its selected point and
 plotted curve as tables.
+
+Given a SweepResult, the tuner also shows the run's named points (``result.peers``):
+each peer library's documented default (mem0, LangChain, LlamaIndex, Graphiti, … —
+``powercontext.eval.references``) replayed at its own top-k, and this project's
+default and recommendation, as a table under the selected point's metrics and, where
+a peer's policy sets the plotted threshold, as labelled diamonds on the plot.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
-from powercontext.eval.plots import cosine_positions
+from powercontext.eval.plots import cosine_positions, place_labels
 
 from ..display import esc, html_table
 from ._base import StaticFallback, frame_text
@@ -96,6 +102,9 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
         if not isinstance(self.frame, pd.DataFrame) or not set(THRESHOLDS) <= set(self.frame.columns):
             raise TypeError("ThresholdTuner takes a harness SweepResult or its .sweep DataFrame")
         self.recommendations = getattr(result, "recommendations", None)
+        peers = getattr(result, "peers", None)
+        self.peers = peers if isinstance(peers, pd.DataFrame) and len(peers) else None
+        self.named = pd.DataFrame()  # the peers' defaults (and this project's) in the selected slice
         f = self.frame
         pick = lambda col, prefer: prefer if prefer in set(f[col]) else sorted(set(f[col]))[0]  # noqa: E731
         dropdown = lambda name, options, value: widgets.Dropdown(  # noqa: E731
@@ -210,8 +219,37 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
             if name != axis:
                 curve = curve[curve[name] == self.sliders[name].value]
         self.curve = curve.sort_values(axis)
+        self.named = self._named()
         self.table.value = self._table_html()
         self._draw(axis)
+
+    def _named(self) -> pd.DataFrame:
+        """The named points of the slice: each peer library's default (``result.peers``,
+        replayed at its own top-k) and this project's default and recommendation."""
+        p = self.peers
+        if p is None:
+            return pd.DataFrame()
+        keep = ((p.backend == self.backend.value) & (p["mode"] == self.mode.value) & (p.split == self.split.value)
+                & (p.corpus == self.corpus.value))
+        return p[keep].reset_index(drop=True)
+
+    def named_frame(self) -> pd.DataFrame:
+        """The named points as a table: name, top-k, thresholds, the chosen metric and
+        false admission."""
+        columns = ["name", "k", "policy", self.metric.value, "false_admission"]
+        if self.named.empty:
+            return pd.DataFrame(columns=columns)
+        n = self.named
+        return pd.DataFrame({"name": n["reference"], "k": n["library_limit"].astype(int), "policy": n["label"],
+                             self.metric.value: [f"{v:.3f}" for v in n[self.metric.value]],
+                             "false_admission": [f"{v:.3f}" for v in n["false_admission"]]})
+
+    def _peer_points(self, axis: str) -> pd.DataFrame:
+        """The peers that sit on the plotted axis (their policy sets that threshold)."""
+        n = self.named
+        if n.empty or axis not in n.columns:
+            return pd.DataFrame()
+        return n[(n["kind"] == "peer") & n[axis].notna()]
 
     def _metrics(self) -> list[tuple[str, float]]:
         if self.point is None:
@@ -223,7 +261,13 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
         if self.point is None:
             return "<i>no sweep point at these thresholds</i>"
         cells = "".join(f"<td style='padding:2px 8px'><b>{esc(m)}</b><br>{v:.3f}</td>" for m, v in self._metrics())
-        return f"<table><tr>{cells}</tr></table>"
+        return f"<table><tr>{cells}</tr></table>{self._named_html()}"
+
+    def _named_html(self) -> str:
+        if self.named.empty:
+            return ""
+        return html_table(self.named_frame(), caption="named points: peers' defaults at their own top-k, this "
+                                                      "project's default and recommendation")
 
     def _draw(self, axis: str) -> None:
         """Render to SVG with a pyplot-free Figure: no global backend state, and an
@@ -236,11 +280,17 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
         rec = self._recommended() or {}
         marks = {"selected": self.point[axis] if self.point is not None else None, "recommended": rec.get(axis)}
         xs = self.curve[axis].astype(float).tolist()
+        peers = self._peer_points(axis)
+        peer_xs = peers[axis].astype(float).tolist() if len(peers) else []
         apart = [axis == "vector_min_cosine" and x <= -1 for x in xs]  # no admission: a point of its own
-        if any(apart):  # −1 (no admission) left of the range, under a "none" tick
+        if any(apart) or any(axis == "vector_min_cosine" and x <= -1 for x in peer_xs):
+            # −1 (no admission) left of the range, under a "none" tick
             names = [k for k, v in marks.items() if v is not None]
-            placed = cosine_positions(ax, pd.Series(xs + [float(marks[k]) for k in names], dtype=float)).tolist()
-            xs, marks = placed[:len(xs)], {**marks, **dict(zip(names, placed[len(xs):], strict=True))}
+            placed = cosine_positions(ax, pd.Series(xs + [float(marks[k]) for k in names] + peer_xs,
+                                                    dtype=float)).tolist()
+            n = len(xs)
+            xs, peer_xs = placed[:n], placed[n + len(names):]
+            marks = {**marks, **dict(zip(names, placed[n:n + len(names)], strict=True))}
         for column, marker, color in ((self.metric.value, "o", "tab:blue"), ("false_admission", "x", "tab:orange")):
             ys = self.curve[column].tolist()
             ax.plot([x for x, a in zip(xs, apart) if not a], [y for y, a in zip(ys, apart) if not a],
@@ -253,12 +303,31 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
                 ax.axvline(x, label=name, **styles[name])
         ax.set_xlabel(axis)
         ax.set_ylim(0, 1.02)
-        ax.legend(loc="best", fontsize="small")
+        self._draw_peers(ax, peers, peer_xs)  # last: its labels are placed within the final limits
+        if peers.empty:
+            ax.legend(loc="best", fontsize="small")
+        else:  # the named points need the whole plot area
+            ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
         ax.set_title(f"{self.backend.value} · {self.mode.value} · {self.split.value} · limit {self.limit.value}")
         buf = io.BytesIO()
         with matplotlib.rc_context(SVG_RC):
             fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
         self.plot.value = buf.getvalue()
+
+    def _draw_peers(self, ax: Any, peers: pd.DataFrame, xs: list[float]) -> None:
+        """Each peer's default as a named point: a filled diamond at its metric, a hollow
+        one at its false admission; peers on the same point share one label."""
+        if peers.empty:
+            return
+        metric = self.metric.value
+        ax.scatter(xs, peers[metric], marker="D", s=30, color="tab:blue", edgecolor="k", linewidths=0.5, zorder=4,
+                   label=f"peers' {metric}")
+        ax.scatter(xs, peers["false_admission"], marker="D", s=30, facecolor="none", edgecolor="tab:orange",
+                   linewidths=1.1, zorder=4, label="peers' false_admission")
+        groups: dict[tuple[float, float], list[str]] = {}
+        for x, y, name in zip(xs, peers[metric], peers["reference"]):
+            groups.setdefault((round(x, 3), round(float(y), 3)), []).append(name)
+        place_labels(ax, [(x, y, ", ".join(names)) for (x, y), names in groups.items()], fontsize=6)
 
     # ------------------------------------------------------------------ static display
 
@@ -285,9 +354,13 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
 
     def fallback_text(self) -> str:
         metrics = " · ".join(f"{m} {v:.3f}" for m, v in self._metrics())
-        return "\n".join([self.headline(), metrics or "no sweep point at these thresholds",
-                          f"along {self.axis}:", frame_text(self.curve_frame())])
+        lines = [self.headline(), metrics or "no sweep point at these thresholds", f"along {self.axis}:",
+                 frame_text(self.curve_frame())]
+        if not self.named.empty:
+            lines += ["named points (peers' defaults at their own top-k; this project's):",
+                      frame_text(self.named_frame())]
+        return "\n".join(lines)
 
     def fallback_html(self) -> str:
         return (f"<b>ThresholdTuner</b> {esc(self.headline())}{self.table.value}"
-                f"{html_table(self.curve_frame(), caption=f'along {self.axis}')}")
+                f"{html_table(self.curve_frame(), caption=f'along {self.axis}')}")  # table.value holds the named points

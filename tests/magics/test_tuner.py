@@ -160,3 +160,42 @@ def test_a_sweep_of_admission_families_gets_a_family_dropdown_and_its_own_thresh
     floors.vector_min_cosine.value = 0.5
     assert floors.family is None and repr(floors) == (
         "ThresholdTuner(sqlite/vector/dev, vector_min_cosine=0.5, limit=8: ndcg@10=0.500, false_admission=0.100)")
+
+
+class WithPeers(Result):  # a SweepResult also carries the peers' defaults replayed on the run
+    def __init__(self, sweep: pd.DataFrame, peers: pd.DataFrame) -> None:
+        super().__init__(sweep)
+        self.peers = peers
+
+
+def peers_rows() -> pd.DataFrame:
+    base = dict(backend="sqlite", mode="vector", corpus="all", split="dev")
+    rows = [("mem0", "peer", 20, 0.1, 0.70, 0.9), ("chroma", "peer", 10, -1.0, 0.72, 1.0),
+            ("letta", "peer", 10, -1.0, 0.72, 1.0), ("llamaindex-cutoff", "peer", 2, 0.75, 0.05, 0.0),
+            ("default", "this project", 8, float("nan"), 0.55, 0.2)]
+    out = [dict(base, reference=name, kind=kind, library_limit=k, limit_used=min(k, 10), vector_min_cosine=cos,
+                label=f"cos≥{cos:g}", **{"ndcg@10": ndcg, "false_admission": fa, "set_f1": 0.5})
+           for name, kind, k, cos, ndcg, fa in rows]
+    out.append(dict(out[0], split="test", **{"ndcg@10": 0.1}))  # another slice: not shown on dev
+    return pd.DataFrame(out)
+
+
+def test_peers_defaults_are_named_points_of_the_slice():
+    t = ThresholdTuner(WithPeers(vector_sweep().assign(set_f1=0.4), peers_rows()))
+    named = t.named_frame()
+    assert list(named["name"]) == ["mem0", "chroma", "letta", "llamaindex-cutoff", "default"]  # dev only
+    assert list(named["k"]) == [20, 10, 10, 2, 8] and list(named["ndcg@10"])[0] == "0.700"
+    assert "named points" in t.table.value and "llamaindex-cutoff" in t.table.value
+    drawn = texts(bytes(t.plot.value))
+    # peers on the cosine axis are labelled; the two no-cutoff ones share one label at "none";
+    # this project's default sets no raw cosine, so it is in the table only
+    assert {"mem0", "chroma, letta", "llamaindex-cutoff", "none"} <= set(drawn)
+    assert not [s for s in drawn if re.fullmatch(r"[−-]\d[\d.]*", s)], drawn  # the axis still does not run to −1
+    assert "default" not in drawn
+    text = t.fallback_text()
+    assert "named points (peers' defaults at their own top-k; this project's):" in text and "mem0" in text
+    t.metric.value = "set_f1"
+    assert list(t.named_frame().columns) == ["name", "k", "policy", "set_f1", "false_admission"]
+    # a sweep without peers (a bare DataFrame) shows no named points and draws as before
+    bare = ThresholdTuner(vector_sweep())
+    assert bare.named.empty and "named points" not in bare.fallback_text() and "named points" not in bare.table.value
