@@ -92,3 +92,43 @@ def test_the_embedding_hasher_of_a_profile_is_embedding_content_hash():
             assert hasher(value) == canonical.embedding_content_hash(profile, value)
         for odd in ["ABCDEF" * 10 + "ABCD", "0" * 63, "g" * 64, "é", ""]:
             assert hasher(odd) == canonical.embedding_content_hash(profile, odd)
+
+
+# Strings with what an encoder may escape or keep: quote, backslash, every control
+# character, DEL, the JS line separators, non-ASCII, astral and NFC-changing text.
+_TEXT = st.lists(st.one_of(
+    st.characters(min_codepoint=0x00, max_codepoint=0x7F),
+    st.sampled_from(["é", "e\u0301", "\u2028", "\u2029", "\ufeff", "中", "\U0001F600", "\U00010000"]),
+), max_size=16).map("".join)
+_JSON_VALUES = st.recursive(
+    st.one_of(_TEXT, st.none(), st.booleans(), st.integers(-2**60, 2**60), st.floats(allow_nan=False, allow_infinity=False)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.one_of(st.sampled_from(["a", "B", "c_d", "z9", "é", "\U0001F600", "\uff21"]),
+                                                      _TEXT), inner, max_size=4)),
+    max_leaves=12)
+
+
+@given(_JSON_VALUES)
+def test_the_standard_encoder_path_writes_what_rfc8785_writes(value):
+    import rfc8785
+    try:
+        expected = rfc8785.dumps(canonical._normalize(value))
+    except ValueError:  # two keys equal after NFC: refused either way
+        with pytest.raises(ValueError):
+            canonical.canonical_bytes(value)
+        return
+    assert canonical.canonical_bytes(value) == expected
+
+
+def test_entry_contents_take_the_standard_encoder(monkeypatch):
+    import rfc8785
+    content = entry_content("fact", 'say "hi"\\ \n\t\x00 é 中 \U0001F600', (SourceRef("src_a", "0" * 64),),
+                            (ArtifactRef("mem_art_x", 3),))
+    expected = rfc8785.dumps(canonical._normalize(content))
+
+    def refuse(value):
+        raise AssertionError("rfc8785 called")
+    monkeypatch.setattr(canonical.rfc8785, "dumps", refuse)
+    assert canonical.canonical_bytes(content) == expected
+    with pytest.raises(AssertionError):  # a float is written by rfc8785
+        canonical.canonical_bytes({"x": 0.5})
