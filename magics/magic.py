@@ -356,6 +356,19 @@ class PcMem(Magics):
         """Check a Memory's whole history against its hashes; one row per mismatch."""
         return self.run(reads.verify(self.svc, self.session.current_ref(args.ref, "verify which Memory?")))
 
+    @magic_arguments()
+    @subcommand("maintain")
+    @argument("--timeout", type=float, default=900.0, metavar="S", help="seconds at most, waits included (default 900)")
+    @argument("--settle", type=float, default=60.0, metavar="S",
+              help="searches must stop getting faster for S seconds (default 60; 0: do not wait)")
+    @output
+    def _maintain(self, args, cell):
+        """Server upkeep after a bulk load (OceanBase: a minor and a major compaction; SQLite:
+        the full-text index merged, the WAL checkpointed), then wait until searches settle."""
+        report = self.run(self.svc.maintain(timeout=args.timeout, settle=args.settle))
+        print(report)
+        return report if args.output else None
+
     @observe("fts_min_terms", "fts_min_coverage", "vector_min_cosine")
     def _thresholds_changed(self, change) -> None:
         self._apply_policy()

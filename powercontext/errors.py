@@ -64,6 +64,12 @@ class CapabilityNotSupportedError(PowerContextError):
     search …) is not available here. Explicit requests never silently fall back."""
 
 
+class MaintenanceNotPermittedError(CapabilityNotSupportedError):
+    """The connected account may not run the server's upkeep (OceanBase's ``ALTER
+    SYSTEM … FREEZE`` needs the ALTER SYSTEM privilege). Nothing was changed; searches
+    stay correct, and the server compacts on its own schedule."""
+
+
 class NotHeadError(CapabilityNotSupportedError, RevisionConflictError):
     """A search named a Revision that is not (or, during the search, stopped being)
     its Memory's head. Search reads current heads only (a CapabilityNotSupportedError

@@ -70,6 +70,7 @@ from . import centroid
 from .resilience import DriverErrors
 from .manifest_diff import diff as manifest_diff
 from .projections import ProjectionUpkeep
+from .maintenance import Maintenance
 from .rebuild import ProjectionRebuild
 from .revision_store import RevisionStore
 from .version_rows import VersionRows
@@ -83,7 +84,7 @@ IN_LIST_SIZE = 1000
 # -------------------------------------------------------------------------- backend
 
 
-class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, ProjectionRebuild, VersionRows, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
+class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, ProjectionRebuild, Maintenance, VersionRows, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
     """Async MemoryBackend over synchronous adapter primitives."""
 
     name: str = "database"

@@ -53,6 +53,7 @@ from .driver import (
 )
 from .oceanbase_heads import HeadRows, _marks
 from .oceanbase_limits import PacketLimit
+from .oceanbase_maintenance import ServerUpkeep
 from .oceanbase_search import HeadSearch, stored_vector_values
 from .portable import PortableSQL
 from .rules import lineage_hash, schema_records
@@ -192,7 +193,7 @@ def query_timeout_us() -> int:
     return max(1, round(seconds * 1_000_000))
 
 
-class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, PortableSQL, DatabaseMemoryBackend):
+class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, ServerUpkeep, PortableSQL, DatabaseMemoryBackend):
     name = "oceanbase"
     max_workers = 4
 

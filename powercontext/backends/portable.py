@@ -190,6 +190,18 @@ class PortableSQL:
             (artifact_id,)
         )
 
+    def _probe_sample(self, tx, n):
+        """(memory_artifact_id, entry_id, searchable_text) of about ``n`` head rows spread
+        over the table (maintenance probes)."""
+        rows = self._rows(tx, "SELECT MIN(projection_id), MAX(projection_id) FROM memory_entry_heads")
+        low, high = rows[0] if rows else (None, None)
+        if low is None:
+            return []
+        step = max(1, (int(high) - int(low)) // max(1, n))
+        return self._rows(tx, "SELECT memory_artifact_id, entry_id, searchable_text FROM memory_entry_heads "
+                          "WHERE projection_id >= ? AND MOD(projection_id - ?, ?) = 0 ORDER BY projection_id LIMIT ?",
+                          (int(low), int(low), step, n))
+
     def _projection_ids(self, tx, artifact_id, entry_ids):
         """{entry_id: projection_id} of those entries' head rows (one in-list)."""
         return dict(self._rows(

@@ -12,6 +12,7 @@ import contextlib
 import json
 import os
 import struct
+import time
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -22,6 +23,7 @@ from ..errors import BackendUnavailableError, DatabaseBusyError, PowerContextErr
 from ..model import EmbeddingProfile
 from . import centroid, vector_values
 from .base import DatabaseMemoryBackend
+from .maintenance import MaintenanceStep
 from .portable import PortableSQL, marks
 from .rules import lineage_hash, schema_records
 from .. import analyzer
@@ -453,6 +455,25 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             "INSERT OR REPLACE INTO memory_vector_sums (memory_artifact_id, vector_count, vector_sum) VALUES (?, ?, ?)",
             (artifact_id, count, centroid.pack(sums)),
         )
+
+    # ------------------------------------------------------------- maintenance
+
+    def _maintenance_steps(self, deadline):
+        """svc.maintain(): FTS5 merges its index segments into one (a large load leaves
+        many), the WAL is checkpointed into the database file, and ``PRAGMA optimize``
+        refreshes the planner's statistics."""
+        for name, statement, in_transaction in (
+                ("full-text index segments merged",
+                 "INSERT INTO memory_entry_search_fts(memory_entry_search_fts) VALUES ('optimize')", True),
+                ("WAL checkpointed", "PRAGMA wal_checkpoint(TRUNCATE)", False),
+                ("PRAGMA optimize", "PRAGMA optimize", False)):
+            started = time.monotonic()
+            if in_transaction:
+                with self._transaction(write=True) as tx:
+                    tx.execute(statement)
+            else:
+                self._con.execute(statement).fetchall()
+            yield MaintenanceStep(name, time.monotonic() - started)
 
     # ------------------------------------------------------------- search
 

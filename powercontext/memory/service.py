@@ -457,6 +457,23 @@ class MemoryService(MemorySearch):
             rebuilt[ref.artifact_id] = await self.backend.rebuild(ref, vectors)
         return rebuilt
 
+    async def maintain(self, timeout: float = 900.0, settle: float = 60.0):
+        """Upkeep after a bulk load, then wait until searches have settled: OceanBase
+        compacts the server (a minor freeze, the dump, a major freeze; a fresh 10k
+        load's searches got ~2× faster), SQLite merges its full-text index and
+        checkpoints the WAL. Searches are timed before and after with probe rounds of
+        the database's own statements, repeated until they stop getting faster for
+        ``settle`` seconds (0: do not wait), within ``timeout`` seconds in all. Returns
+        a ``MaintenanceReport``. Where the connected account may not compact the server,
+        ``MaintenanceNotPermittedError`` is raised and nothing changes. Searches and
+        writes stay correct throughout; they may be slower while the server compacts."""
+        for name, value in (("timeout", timeout), ("settle", settle)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86_400:
+                raise InvalidMemoryRequestError(f"{name} must be a number of seconds in 0..86400, got {value!r}")
+        if timeout < settle:
+            raise InvalidMemoryRequestError(f"timeout ({timeout} s) must be at least settle ({settle} s)")
+        return await self.backend.maintain(timeout, settle)
+
     async def _set_state(self, memory, entries, reason, target: str) -> MemoryRevision:
         base = await self._base(memory)
         reason = normalize_reason(reason)

@@ -318,3 +318,13 @@ def test_an_unknown_analyzer_is_refused_before_any_database(tiny, tmp_path, caps
                  "--out", str(tmp_path / "r")]) == 2
     assert "v9" in capsys.readouterr().err
     assert not (tmp_path / "r" / "db").exists()
+
+
+def test_compact_maintains_each_database_between_its_load_and_its_retrieval(tiny, tmp_path, capsys):
+    plain = harness.sweep(tiny, modes=("fts",), grid=Grid((1,), (0.5,), (0.3,), (8,)), write=False, progress=False,
+                          out=tmp_path / "plain")
+    assert main(["sweep", "--dataset", str(tiny), "--backends", "sqlite", "--modes", "fts", "--out", str(tmp_path / "c"),
+                 "--no-progress", "--compact", *SMALL]) == 0
+    assert "compact" in capsys.readouterr().out  # its own stage in the timings
+    compacted = pd.read_parquet(tmp_path / "c" / "cache" / "candidates.parquet")
+    pd.testing.assert_frame_equal(compacted, pd.read_parquet(tmp_path / "plain" / "cache" / "candidates.parquet"))
