@@ -40,8 +40,10 @@ soak: $(STAMP)
 	PC_CRASH_KILLS=100 PC_FUZZ_EXAMPLES=2000 PC_ENTRY_FUZZ_EXAMPLES=200 $(PY) -m pytest -q -s \
 		tests/reliability/test_crash_loop.py tests/reliability/test_fuzz.py tests/reliability/test_entry_points.py
 
+# Both bundled embedding models, each swept on its own (results/<run>/minilm, …/e5) and compared
+# side by side (results/<run>/embeddings.md).
 eval: $(STAMP)
-	$(PY) -m powercontext.eval sweep --all
+	$(PY) -m powercontext.eval sweep --all --embeddings minilm,e5
 
 # Analyzer v1 (no stemming) and v2 (Snowball English stemming) swept side by side on the
 # bundled corpora, both databases: results/analyzers/analyzers.md (reports/thresholds/analyzers.md).

@@ -354,7 +354,9 @@ def section_stats(result: Any) -> Section:
     return Section("stats", "Statistical tests", "\n".join(parts))
 
 
-def section_thresholds(result: Any) -> Section:
+def section_thresholds(result: Any) -> Section | None:
+    if "family" in result.sweep.columns and "floors" not in set(result.sweep["family"]):
+        return None  # the plots read the RFC's floors family, which this run did not sweep
     body = "".join(f"<h3>{m}</h3>{_image(plot_thresholds(result, m), f'{m}: metrics vs threshold')}"
                    for m in _modes(result))
     note = ("<p class='muted'>SQLite: solid line, filled circles; OceanBase: dashed line, hollow triangles. Where "

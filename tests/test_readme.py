@@ -93,3 +93,14 @@ def test_every_readme_snippet_runs_twice_in_one_folder(tmp_path):
             assert first.splitlines()[2] == second.splitlines()[2]  # the same head and entries: nothing duplicated
         else:
             assert first == second, block[:200]
+
+
+def test_readme_e5_block_prints_what_the_readme_says(tmp_path, monkeypatch, capsys):
+    """The multilingual block: the Chinese question finds the Chinese entry, the English
+    paraphrase the pnpm entry, with E5's own default policy."""
+    (block,) = [b for b in python_blocks() if '"multilingual.db"' in b]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[-1] == "multilingual-e5-small-q4 floors+cross-script+coverage+hybrid-floors"
+    assert printed in README.read_text()

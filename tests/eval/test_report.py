@@ -215,3 +215,20 @@ def test_a_test_false_admission_above_the_bound_and_small_samples_are_said():
     (small,) = small_notes(result)
     assert "false admission on 3 empty-answer queries" in small and "nDCG@10" not in small
     assert sample_note(20, 20) == "" and "nDCG@10 on 1 positive query" in sample_note(1, 50)
+
+
+def test_a_sweep_without_the_floors_family_still_writes_its_report(tmp_path):
+    """The threshold plots read the RFC's floors family; a run of other families only
+    (e.g. a model comparison of the library's families) leaves that section out."""
+    from powercontext.eval import harness
+    from powercontext.eval.sweep import Grid
+
+    from .fakes import write_corpus
+
+    folder = write_corpus(tmp_path / "tiny")
+    result = harness.sweep(folder, modes=("fts",), grid=Grid((1, 2), (0.0, 0.5), limits=(8, 10),
+                                                             families=("centred+cross-script",)),
+                           out=tmp_path / "run", progress=False)
+    page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
+    assert set(result.sweep["family"]) == {"centred+cross-script"}
+    assert "Metric vs threshold" not in page and "Leave one corpus out" in page
