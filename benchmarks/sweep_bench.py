@@ -36,7 +36,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from powercontext.eval.collect import collect, corpus_texts  # noqa: E402
 from powercontext.eval.datasets import discover, load  # noqa: E402
-from powercontext.eval.harness import build_replays, split_groups  # noqa: E402
+from powercontext.eval.analysis import build_replays, split_groups  # noqa: E402
 from powercontext.eval.retrieval import channels_of  # noqa: E402
 from powercontext.eval.sweep import Grid  # noqa: E402
 from powercontext.memory import admission  # noqa: E402

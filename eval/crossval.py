@@ -17,7 +17,7 @@ queries it was not tuned on, and how many different policies the folds chose say
 how stable the choice is.
 
 Nothing here knows the policy parameters: folds are just more query groups of the
-same sweep (``harness.sweep_table``), and a chosen point is looked up by the
+same sweep (``analysis.sweep_table``), and a chosen point is looked up by the
 parameters ``recommend`` reports. A new admission family that extends the sweep and
 the recommender is cross-validated without changes here.
 """

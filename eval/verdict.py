@@ -144,7 +144,7 @@ def first_screen(result: Any) -> list[str | pd.DataFrame]:
     lines = ["<b>Library defaults</b>, shipped per embedding profile (<code>AdmissionPolicy.default_for(profile)</code>;"
              " a database opened with that model searches with it), meant for corpora they were never tuned on: "
              "chosen leave-one-corpus-out on the bundled corpora (tuned on all but one, scored on the one left out; "
-             "<code>DEFAULTS</code> in <code>memory/admission.py</code> marks one still provisional):",
+             "<code>DEFAULTS</code> in <code>memory/admission.py</code> says how each was chosen):",
              "<ul>" + "".join(f"<li>{x}</li>" for x in shipped) + "</ul>"]
     if run_policy is not None:
         flag = ("" if recs.loc["joint", "feasible"] else

@@ -76,8 +76,11 @@ def test_fit_returns_the_joint_choice_of_the_family_and_round_trips_as_json(two,
                          embedding_cache=root / "emb", out=tmp_path / "again", progress=False, write=False)
     from powercontext.eval.recommend import choose_joint
 
-    assert policy == choose_joint(same.sweep, ("fts", "hybrid"), same.objective, families=[family]).policy
+    # the fitted policy records the embedding profile it was tuned for (issue 33)
+    assert policy.profile == HashEmbedding.profile.profile_id
+    joint = choose_joint(same.sweep, ("fts", "hybrid"), same.objective, families=[family]).policy
+    assert policy == joint.with_profile(HashEmbedding.profile)
     path = policy.save(tmp_path / "policy.json")
-    assert pc.AdmissionPolicy.load(path) == policy
+    assert pc.AdmissionPolicy.load(path) == policy and pc.AdmissionPolicy.load(path).profile == policy.profile
     with pytest.raises(EvalError, match="unknown admission family"):
         harness.fit(folder, family="centred+magic", grid=GRID)
