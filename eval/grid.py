@@ -35,16 +35,21 @@ __all__ = [
 MODES = ("fts", "vector", "hybrid")
 MODE_CHANNELS = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}
 NAMED_POLICIES = {"initial": INITIAL_POLICY, "no-admission": NO_ADMISSION}
-FAMILY_PARTS = ("cross-script", "gate", "coverage")  # after the base, in AdmissionPolicy.family's order
+FAMILY_PARTS = ("cross-script", "gate", "nqc", "coverage", "support")  # after the base, in AdmissionPolicy.family's order
 #: The families a default sweep compares: the RFC's floors, the centred cosine alone,
-#: with the cross-script rule, with the coverage refusal (the library default), and
-#: the floors with both language rules (is the centred cosine or the language rules
-#: what transfers?). The gate is swept only when asked for (``+gate``).
+#: with the cross-script rule, with the coverage refusal (MiniLM's default), the floors
+#: with both language rules (E5's default: is it the centred cosine or the language
+#: rules that transfers?), and each of the two defaults with an answerability rule
+#: (issue 34): ``+support`` (no vector admission for a candidate holding the topic but
+#: not the question's specific terms) and ``+nqc`` (a whole-query gate on the spread of
+#: the best cosines). The centred gate (``+gate``) is swept only when asked for.
 DEFAULT_FAMILIES = ("floors", "centred", "centred+cross-script", "centred+cross-script+coverage",
-                    "floors+cross-script+coverage")
+                    "floors+cross-script+coverage", "centred+cross-script+coverage+support",
+                    "floors+cross-script+coverage+support", "centred+cross-script+nqc+coverage",
+                    "floors+cross-script+nqc+coverage")
 #: Threshold columns of a sweep point (NaN = not read in that mode).
 PARAMS = ["fts_min_terms", "fts_min_coverage", "hybrid_fts_min_terms", "hybrid_fts_min_coverage", "vector_min_cosine",
-          "vector_min_centred", "cross_script_min_terms", "vector_uncovered", "gate_min"]
+          "vector_min_centred", "cross_script_min_terms", "vector_uncovered", "gate_min", "vector_min_support"]
 POINT_COLUMNS = ["family", *PARAMS, "limit"]
 _INT_FIELDS = {"fts_min_terms", "rrf_k", "short_query_terms", "min_pool", "pool_factor", "cross_script_min_terms",
                "hybrid_fts_min_terms"}
@@ -55,6 +60,8 @@ def _parts(family: str) -> tuple[str, set[str]]:
     if base not in ("floors", "centred") or any(p not in FAMILY_PARTS for p in rest):
         raise ValueError(f"unknown admission family {family!r}: a base (floors, centred) and any of "
                          f"+{', +'.join(FAMILY_PARTS)}")
+    if "gate" in rest and "nqc" in rest:
+        raise ValueError(f"admission family {family!r}: one whole-query gate at a time (+gate or +nqc)")
     return base, set(rest)
 
 
@@ -87,6 +94,10 @@ def family_base(family: str) -> AdmissionPolicy:
         options["vector_uncovered"] = "refuse"
     if "gate" in parts:
         options.update(gate_signal="centred", gate_min=0.22)
+    if "nqc" in parts:
+        options.update(gate_signal="spread", gate_min=0.02)
+    if "support" in parts:
+        options["vector_min_support"] = 0.3
     return AdmissionPolicy.floors(**options)
 
 
@@ -123,6 +134,8 @@ class Grid:
     vector_min_centred: tuple[float, ...] | None = None
     cross_script_min_terms: tuple[int, ...] = (2,)
     gate_min: tuple[float, ...] = (0.16, 0.22, 0.28)
+    vector_min_support: tuple[float, ...] = (0.2, 0.3, 0.4, 0.5, 0.6)
+    spread_min: tuple[float, ...] = (0.005, 0.01, 0.02, 0.03)
 
     def __post_init__(self) -> None:
         for family in self.families:
@@ -182,12 +195,15 @@ class Grid:
         terms, cov, cos = self._axes()
         floors = list(itertools.product(terms, cov))
         xs = self.cross_script_min_terms if "cross-script" in parts else (None,)
-        gates = self.gate_min if "gate" in parts else (None,)
+        gates = self.gate_min if "gate" in parts else self.spread_min if "nqc" in parts else (None,)
+        centred_gate = "gate" in parts  # a gate on the centred cosine below its floor would never bite
         if base_name == "centred":
             vector = [dict(vector_min_centred=z, gate_min=g) for z in self.centred for g in gates
-                      if g is None or g <= z]
+                      if g is None or not centred_gate or g <= z]
         else:
             vector = [dict(vector_min_cosine=x, gate_min=g) for x in cos for g in gates]
+        if "support" in parts and mode == "hybrid":  # support is measured where full-text rows were read
+            vector = [dict(v, vector_min_support=u) for v in vector for u in self.vector_min_support]
         if mode == "fts":  # a vector-signal gate does not apply without the vector channel
             return [replace(base, fts_min_terms=t, fts_min_coverage=c, cross_script_min_terms=x, gate_min=None)
                     for (t, c), x in itertools.product(floors, xs)]
@@ -234,13 +250,15 @@ def point_values(policy: AdmissionPolicy, mode: str, limit: int) -> dict[str, An
             v["vector_min_centred"] = policy.vector_min_centred
         if policy.vector_uncovered != "admit":
             v["vector_uncovered"] = policy.vector_uncovered
+        if policy.vector_min_support is not None and mode == "hybrid":
+            v["vector_min_support"] = policy.vector_min_support
     if policy.gate_min is not None and ("fts" if policy.gate_signal == "coverage" else "vector") in uses:
         v["gate_min"] = policy.gate_min
     return v
 
 
 _READS = {"fts": ("fts_min_terms", "fts_min_coverage", "cross_script_min_terms", "gate_min"),
-          "vector": ("vector_min_cosine", "vector_min_centred", "vector_uncovered", "gate_min")}
+          "vector": ("vector_min_cosine", "vector_min_centred", "vector_uncovered", "gate_min", "vector_min_support")}
 
 
 def _missing(value: Any) -> bool:
@@ -308,6 +326,10 @@ def policy_label(policy: AdmissionPolicy, mode: str) -> str:
             parts.append(f"centred≥{policy.vector_min_centred:g}")
         if policy.vector_uncovered != "admit":
             parts.append(f"uncovered={policy.vector_uncovered}")
+        if policy.vector_min_support is not None and mode == "hybrid":
+            parts.append(f"support≥{policy.vector_min_support:g}")
+    if "fts" in uses and policy.fts_min_support is not None and mode != "vector":
+        parts.append(f"fts support≥{policy.fts_min_support:g}")
     if policy.gate_min is not None and ("fts" if policy.gate_signal == "coverage" else "vector") in uses:
         parts.append(f"gate {policy.gate_signal}≥{policy.gate_min:g}")
     return " ".join(parts)

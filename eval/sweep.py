@@ -17,8 +17,12 @@ construction and by test (``tests/eval/test_sweep_equivalence.py`` checks it aga
   ``centred >= vector_min_centred`` (and the raw floor when it is above −1); outside
   the profile's scripts ``vector_uncovered`` refuses or re-thresholds; a missing
   signal is never admitted (NaN compares false).
-* The whole-query gate reads the best signal of the pool a limit retrieves, so it is
-  decided per pool.
+* Support (``vector_min_support``, ``fts_min_support``): a vector candidate with
+  0 < support < the floor is refused, a full-text one below ``fts_min_support``; a
+  candidate without the signal (NaN) is not affected, as ``decide`` skips it.
+* The whole-query gate reads the best signal of the pool a limit retrieves (for
+  ``spread``: the population standard deviation of its ``SPREAD_TOP`` best cosines),
+  so it is decided per pool.
 * A limit L sees only the candidates an online search with limit L retrieves
   (``admission.within_pool``): the first ``policy.pool_size(L)`` by rank of the vector
   channel, and the full-text candidates whose pool order is below it; the cache holds
@@ -43,7 +47,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from powercontext.memory.admission import INITIAL_POLICY, AdmissionPolicy
+from powercontext.memory.admission import INITIAL_POLICY, AdmissionPolicy, spread
 from powercontext.model import ArtifactRef, MemoryHit
 
 from . import metrics as M
@@ -95,6 +99,9 @@ class Replay:
     # [Q, Cf] each fts candidate's place in the pool order (ChannelCandidate.pool_rank;
     # its position where none was recorded): a pool of P holds the places below P.
     PF: np.ndarray | None = field(default=None, repr=False)
+    # [Q, Cf] / [Q, Cv] each candidate's support signal, NaN = not measured / padding
+    SF: np.ndarray | None = field(default=None, repr=False)
+    SV: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, candidates: pd.DataFrame, queries: pd.DataFrame, qrels: Mapping[str, Mapping[str, int]],
@@ -150,7 +157,12 @@ class Replay:
         gain[slots["qi"].to_numpy(), slots["slot"].to_numpy()] = [grade.get(k, 0) for k in zip(slot_q, slots["corpus_entry"])]
         n_rel = np.array([sum(1 for g in qrels.get(q, {}).values() if g >= 1) for q in query_ids], dtype=np.int64)
         ideal = np.array([M.idcg(list(qrels.get(q, {}).values())) for q in query_ids], dtype=np.float64)
-        return cls(mode, query_ids, F, V, n_terms, Z, U, X, kf, kv, gain, n_rel, ideal, slots, PF=PF)
+        SF = np.full((Q, cf), np.nan, dtype=np.float64)
+        SV = np.full((Q, cv), np.nan, dtype=np.float64)
+        if "support" in c.columns:
+            SF[fts["qi"].to_numpy(), fts["pos"].to_numpy()] = pd.to_numeric(fts["support"], errors="coerce").to_numpy(np.float64)
+            SV[vec["qi"].to_numpy(), vec["pos"].to_numpy()] = pd.to_numeric(vec["support"], errors="coerce").to_numpy(np.float64)
+        return cls(mode, query_ids, F, V, n_terms, Z, U, X, kf, kv, gain, n_rel, ideal, slots, PF=PF, SF=SF, SV=SV)
 
     def _members(self, channel: str, pool: int) -> np.ndarray:
         """[Q, C]: the cached candidates a search with ``pool`` retrieves — full-text by
@@ -179,7 +191,8 @@ class Replay:
         masks, index = cache.setdefault("fts", ([], {}))
         out = np.empty(len(policies), dtype=np.int64)
         for p, policy in enumerate(policies):
-            key = (policy.fts_floors(hybrid), policy.short_query_terms, policy.cross_script_min_terms)
+            key = (policy.fts_floors(hybrid), policy.short_query_terms, policy.cross_script_min_terms,
+                   policy.fts_min_support)
             if key not in index:
                 # required terms via the library's own rule, once per distinct N
                 by_n = {int(n): (policy.required_terms(int(n), hybrid) if n > 0 else nmax + 1) for n in distinct_n}
@@ -188,6 +201,9 @@ class Replay:
                 xs = policy.cross_script_min_terms
                 if xs is not None:
                     mask |= self.X & (self.F >= xs) & (self.n_terms[:, None] > 0)
+                if policy.fts_min_support is not None and self.SF is not None:
+                    with np.errstate(invalid="ignore"):
+                        mask &= ~(self.SF < policy.fts_min_support)  # NaN: no signal, no rule
                 index[key] = len(masks)
                 masks.append(mask)
             out[p] = index[key]
@@ -199,7 +215,8 @@ class Replay:
         masks, index = cache.setdefault("vector", ([], {}))
         out = np.empty(len(policies), dtype=np.int64)
         for p, policy in enumerate(policies):
-            key = (policy.vector_min_cosine, policy.vector_min_centred, policy.vector_uncovered)
+            key = (policy.vector_min_cosine, policy.vector_min_centred, policy.vector_uncovered,
+                   policy.vector_min_support)
             if key not in index:
                 index[key] = len(masks)
                 masks.append(self._vector_mask(policy))
@@ -223,6 +240,9 @@ class Replay:
                 mask &= self.Z >= threshold
         if policy.vector_uncovered == "refuse":
             mask &= ~uncovered
+        if policy.vector_min_support is not None and self.SV is not None:
+            with np.errstate(invalid="ignore"):  # admission.topic_only: 0 < support < floor
+                mask &= ~((self.SV > 0.0) & (self.SV < policy.vector_min_support))
         return mask
 
     def _gated(self, policies: Sequence[AdmissionPolicy], pool: int) -> np.ndarray:
@@ -245,6 +265,11 @@ class Replay:
                         values = np.where((self.F >= 0) & self._members("fts", pool),
                                           self.F / np.maximum(self.n_terms, 1)[:, None], np.nan)
                         values = np.where(self.n_terms[:, None] > 0, values, np.where(np.isnan(values), np.nan, 0.0))
+                    elif signal == "spread":
+                        best[signal] = self._spread(pool)
+                        if best[signal] is not None:
+                            out[p] = best[signal] < policy.gate_min
+                        continue
                     else:
                         width = min(pool, self.V.shape[1])
                         values = (self.V if signal == "cosine" else self.Z)[:, :width]
@@ -254,6 +279,18 @@ class Replay:
                             if values.shape[1] else np.full(Q, -np.inf)
             if best[signal] is not None:
                 out[p] = best[signal] < policy.gate_min
+        return out
+
+    def _spread(self, pool: int) -> np.ndarray:
+        """[Q] ``admission.gate_value(…, "spread")`` (``admission.spread`` itself) of
+        each query's pool, −inf for none."""
+        width = min(pool, self.V.shape[1])
+        out = np.full(len(self.query_ids), -np.inf)
+        for qi in range(len(self.query_ids)):
+            values = self.V[qi, :width]
+            values = values[~np.isnan(values)].tolist()
+            if values:
+                out[qi] = spread(values)
         return out
 
     def _rows(self, policies: Sequence[AdmissionPolicy], pool: int, cache: dict | None = None):

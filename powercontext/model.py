@@ -361,6 +361,10 @@ class ChannelCandidate:
     # databases compute alike. A search with a smaller pool holds the candidates whose
     # pool_rank is below it (``admission.within_pool``), whatever their rank.
     pool_rank: int | None = None
+    # Both channels, when the search read full-text rows: the IDF-weighted share of the
+    # query's terms the candidate's stored text holds (backends/specificity.py). A near
+    # miss holds the topic's words and not the question's specific ones.
+    support: float | None = None
 
     def __repr__(self) -> str:  # lean: no token strings, no text dump
         signal = (f"{len(self.matched_terms)}/{self.query_term_count} terms" if self.channel == "fts"

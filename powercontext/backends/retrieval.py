@@ -5,6 +5,7 @@ the queries. Also the vector-projection completeness rule and its per-head cache
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Iterable
 
 from .. import analyzer
@@ -23,6 +24,7 @@ from ..model import (
 
 from .plans import Retrieval, RetrievalRequest
 from . import centroid
+from .specificity import support
 from .caches import ByteLRU
 from .rules import cosine_from_l2
 
@@ -46,15 +48,16 @@ def fts_fetch_size(pool: int) -> int:
     return max(FTS_MIN_DEPTH, pool * FTS_OVERFETCH)
 
 
-def fts_pool(rows: list[tuple[Any, ...]], terms: tuple[str, ...],
-             pool: int) -> list[tuple[tuple[Any, ...], int, tuple[str, ...]]]:
+def fts_pool(rows: list[tuple[Any, ...]], terms: tuple[str, ...], pool: int,
+             df: Counter | None = None) -> list[tuple[tuple[Any, ...], int, tuple[str, ...]]]:
     """The full-text pool both databases agree on, from rows in the engine's order
     (``…, searchable_text`` at index 4): the ``pool`` rows matching the most distinct
     query terms, then the shortest (fewest stored tokens), then by (memory, entry).
     Admission counts matched terms, so this keeps every row it could admit while it
     fits. Returns (row, pool_rank, matched terms in query order) in the engine's
     relevance order (the channel's ranks): the one place that decides which query terms
-    a stored text holds."""
+    a stored text holds. ``df``, if given, gains each query term's count of rows holding
+    it, over every row read (``specificity``'s document frequencies)."""
     # searchable_text is tokens joined by single spaces (analyzer.searchable_text): one
     # split per row and a C-level set intersection count the distinct terms it holds
     # (27 % faster on 256 rows than a substring scan per term, measured at 1k entries).
@@ -65,6 +68,9 @@ def fts_pool(rows: list[tuple[Any, ...]], terms: tuple[str, ...],
         tokens = row[4].split(" ")
         held.append(found := wanted.intersection(tokens))
         keys.append((-len(found), len(tokens), row[0], row[1], i))  # i: equal keys keep the engine's order
+    if df is not None:
+        for found in held:
+            df.update(found)
     place = {key[4]: r for r, key in enumerate(sorted(keys)[:pool])}
     return [(rows[i], place[i], tuple(t for t in terms if t in held[i])) for i in sorted(place)]
 
@@ -106,6 +112,7 @@ class AuthoritativeRetrieval:
             generation = int(schema.get("projection_generation") or 0)
             raw: dict[str, list[tuple[Any, ...]]] = {}
             pooled: list[tuple[tuple[Any, ...], int, tuple[str, ...]]] = []
+            df: Counter | None = None
             query_dot_centroid = None
             vector = "vector" in request.channels
             if vector:
@@ -124,7 +131,8 @@ class AuthoritativeRetrieval:
                 fts_rows = self._fts_query(tx, ids, request.terms, fts_fetch_size(request.pool))
             vector_rows = self._vector_query(tx, ids, request.query_vector, request.pool) if vector else None
             if fts_rows is not None:
-                pooled = fts_pool(fts_rows, request.terms, request.pool)
+                df = Counter()
+                pooled = fts_pool(fts_rows, request.terms, request.pool, df)
                 raw["fts"] = [row for row, _, _ in pooled]
             elif "fts" in request.channels:
                 raw["fts"] = []
@@ -145,17 +153,21 @@ class AuthoritativeRetrieval:
                 raise _HeadMoved(f"heads {heads} became {after}")
             manifests = {r.artifact_id: self._cached_revision_of_row(tx, r, revision_rows[r], "root")
                          for r in request.memories}
+            # document frequencies for the support signal: only a search that read the
+            # full-text rows has them
+            specific = None if df is None else (df, sum(m.active_count for m in manifests.values()))
             channels = {name: self._authoritative(tx, name, rows, manifests, request, query_dot_centroid,
-                                                  pooled if name == "fts" else None)
+                                                  pooled if name == "fts" else None, specific)
                         for name, rows in raw.items()}
         return Retrieval(memories=request.memories, terms=request.terms, channels=channels)
 
     def _authoritative(self, tx, channel, rows, manifests, request, query_dot_centroid=None,
-                       pooled=None) -> tuple[ChannelCandidate, ...]:
+                       pooled=None, specific=None) -> tuple[ChannelCandidate, ...]:
         """Keep only rows that the authoritative head manifest confirms: same entry,
         active, exact version, and a version row whose canonical bytes hash to the
         manifest's hash. Candidate text comes from the version row, not the index.
-        ``pooled``: fts_pool's (row, pool_rank, matched terms) of the full-text rows."""
+        ``pooled``: fts_pool's (row, pool_rank, matched terms) of the full-text rows;
+        ``specific``: (document frequencies, active entries) for ``support``."""
         refs = {r.artifact_id: r for r in request.memories}
         versions = self._hashed_versions(tx, [row[2] for row in rows], reread=False)
         out: list[ChannelCandidate] = []
@@ -164,6 +176,7 @@ class AuthoritativeRetrieval:
         query_script = request.query_script
         profile = self.embedding_profile
         query_covered = not fts and query_script is not None and profile.covers(query_script)
+        wanted = frozenset(request.terms)
         for index, row in enumerate(rows):
             memory_id, entry_id, version_id, content_hash, signal = row[:5]
             manifest = manifests.get(memory_id)
@@ -185,15 +198,18 @@ class AuthoritativeRetrieval:
                     channel, len(out) + 1, refs[memory_id], entry_id, version_id, content_hash, version.kind,
                     version.text, matched_terms=matched, query_term_count=len(request.terms), script=script,
                     query_script=query_script, pool_rank=pool_rank,
+                    support=None if specific is None else support(matched, request.terms, *specific),
                 ))
             else:
                 cosine = cosine_from_l2(float(signal))
+                held = None if specific is None else wanted.intersection(stored_text.split(" "))
                 out.append(ChannelCandidate(
                     channel, len(out) + 1, refs[memory_id], entry_id, version_id, content_hash, version.kind,
                     version.text, cosine=cosine,
                     centred=None if query_dot_centroid is None else cosine - query_dot_centroid,
                     script=script, query_script=query_script,
                     covered=None if query_script is None else query_covered and profile.covers(script),
+                    support=None if held is None else support(held, request.terms, *specific),
                 ))
         return tuple(out)
 

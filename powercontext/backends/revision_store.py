@@ -57,6 +57,14 @@ class CachedRevision:
     validated: bool = False
     _group_of: dict[str, int] | None = field(default=None, repr=False)
     _items: dict[str, Any] | None = field(default=None, repr=False)
+    _active: int | None = field(default=None, repr=False)
+
+    @property
+    def active_count(self) -> int:
+        """Active entries of the manifest (counted once per cached Revision)."""
+        if self._active is None:
+            self._active = sum(1 for e in self.revision.manifest.entries if e.state == "active")
+        return self._active
 
     def item(self, entry_id: str):
         """The manifest item of one entry (a dict built once per cached Revision)."""

@@ -21,11 +21,13 @@ from ..model import AdmissionDecision, ChannelCandidate, EmbeddingProfile, Memor
 
 CHANNEL_ORDER = ("fts", "vector")
 POLICY_FORMAT = "powercontext.admission-policy.v1"
-GATE_SIGNALS = ("centred", "cosine", "coverage")
+GATE_SIGNALS = ("centred", "cosine", "coverage", "spread")
+#: How many of the vector pool's best cosines the ``spread`` gate reads.
+SPREAD_TOP = 5
 #: The value of each family field that switches the family off (the RFC's floors alone).
 FAMILIES_OFF: dict[str, Any] = dict(vector_min_centred=None, cross_script_min_terms=None, gate_min=None,
                                     vector_uncovered="admit", hybrid_fts_min_terms=None,
-                                    hybrid_fts_min_coverage=None)
+                                    hybrid_fts_min_coverage=None, vector_min_support=None, fts_min_support=None)
 
 
 def _invalid(message: str) -> InvalidMemoryRequestError:
@@ -62,6 +64,20 @@ class AdmissionPolicy:
       the vector channel was retrieved too (hybrid). In ``fts`` mode the FTS floor is
       the only evidence a hit has; in hybrid the vector channel carries the paraphrases,
       so matched terms can be asked to be stronger. None = the ``fts_*`` floors.
+    * ``vector_min_support`` / ``fts_min_support`` (answerability: near misses): a
+      candidate's ``support`` is the IDF-weighted share of the query's terms its text
+      holds (document frequencies of the searched Memories; hybrid and fts searches).
+      A vector candidate holding some of the query's terms but less than
+      ``vector_min_support`` of its specific weight shares the topic and misses what
+      the question asks for ("which port does the exporter listen on?" against an
+      entry naming only the exporter's config file): refused. One holding none of
+      them (a paraphrase) is judged by its cosine alone. A full-text candidate needs
+      ``fts_min_support`` besides its matched-term floor.
+    * ``gate_signal="spread"``: the whole-query gate on the standard deviation of the
+      vector pool's best ``SPREAD_TOP`` cosines — NQC, normalised query commitment
+      (Shtok et al., TOIS 2012), read on dense scores: a flat top of the pool means
+      no candidate stands out. (The centred cosine is itself the dense counterpart of
+      WIG, Zhou & Croft 2007: a score minus the collection's score for the query.)
     * ``vector_uncovered``: what happens to a vector candidate when the embedding
       profile does not cover the query's or the candidate's script: ``"admit"`` (the
       usual threshold), ``"refuse"``, or a number that replaces the threshold of the
@@ -101,6 +117,8 @@ class AdmissionPolicy:
     hybrid_fts_min_terms: int | None = 4
     hybrid_fts_min_coverage: float | None = 0.34
     profile: str | None = None
+    vector_min_support: float | None = None
+    fts_min_support: float | None = None
 
     def __post_init__(self) -> None:
         def whole(value: Any, low: int) -> bool:
@@ -134,6 +152,9 @@ class AdmissionPolicy:
             raise _invalid("hybrid_fts_min_coverage must be None or within [0, 1]")
         if not (self.vector_uncovered in ("admit", "refuse") or number(self.vector_uncovered, -2.0, 2.0)):
             raise _invalid(f"vector_uncovered must be 'admit', 'refuse' or a threshold, got {self.vector_uncovered!r}"[:200])
+        for name in ("vector_min_support", "fts_min_support"):
+            if getattr(self, name) is not None and not number(getattr(self, name), 0.0, 1.0):
+                raise _invalid(f"{name} must be None or within [0, 1]")
         if self.profile is not None and not (isinstance(self.profile, str) and 0 < len(self.profile) <= 128
                                              and self.profile.isascii() and self.profile.isprintable()):
             raise _invalid("profile must be None or the profile_id (printable ASCII, ≤ 128 characters) of the "
@@ -228,9 +249,11 @@ class AdmissionPolicy:
         if self.cross_script_min_terms is not None:
             parts.append("cross-script")
         if self.gate_min is not None:
-            parts.append("gate")
+            parts.append("nqc" if self.gate_signal == "spread" else "gate")
         if self.vector_uncovered != "admit":
             parts.append("coverage")
+        if self.vector_min_support is not None or self.fts_min_support is not None:
+            parts.append("support")
         if self.fts_floors(hybrid=True) != self.fts_floors():
             parts.append("hybrid-floors")
         return "+".join(parts)
@@ -324,7 +347,19 @@ def _decide_fts(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bo
         ok = n > 0 and matched >= policy.cross_script_min_terms
         reason += (f"; {candidate.script} entry for a {candidate.query_script} query needs "
                    f"{policy.cross_script_min_terms} (cross_script_min_terms)")
+    floor = policy.fts_min_support
+    if floor is not None and candidate.support is not None:
+        held = candidate.support >= floor
+        ok = ok and held
+        reason += f"; support {candidate.support:.2f} {'≥' if held else '<'} fts_min_support={floor:g}"
     return AdmissionDecision(candidate, ok, reason)
+
+
+def topic_only(candidate: ChannelCandidate, policy: AdmissionPolicy) -> bool:
+    """The near-miss shape: the candidate holds some of the query's terms but less
+    than ``vector_min_support`` of their specific (IDF) weight."""
+    floor, value = policy.vector_min_support, candidate.support
+    return floor is not None and value is not None and 0.0 < value < floor
 
 
 def _decide_vector(candidate: ChannelCandidate, policy: AdmissionPolicy) -> AdmissionDecision:
@@ -359,6 +394,10 @@ def _decide_vector(candidate: ChannelCandidate, policy: AdmissionPolicy) -> Admi
     reason = ", ".join(parts)
     if rethreshold:
         reason += " (outside the embedding profile's scripts)"
+    if topic_only(candidate, policy):
+        ok = False
+        reason += (f"; holds the topic, not the question's specific terms: support {candidate.support:.2f} < "
+                   f"vector_min_support={policy.vector_min_support:g}")
     return AdmissionDecision(candidate, ok, reason)
 
 
@@ -374,14 +413,27 @@ def decide(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bool = 
 
 
 def gate_value(channels: Mapping[str, Sequence[ChannelCandidate]], signal: str) -> float | None:
-    """The best value of ``signal`` over the retrieved pool; None when its channel was
-    not retrieved (the gate then does not apply). An empty pool scores −inf."""
+    """The best value of ``signal`` over the retrieved pool (for ``spread``: the
+    population standard deviation of the ``SPREAD_TOP`` best cosines); None when its
+    channel was not retrieved (the gate then does not apply). An empty pool scores −inf."""
     channel = "fts" if signal == "coverage" else "vector"
     if channel not in channels:
         return None
-    values = [getattr(c, signal) for c in channels[channel]]
+    values = [getattr(c, "cosine" if signal == "spread" else signal) for c in channels[channel]]
     values = [v for v in values if v is not None]
-    return max(values) if values else -math.inf
+    if not values:
+        return -math.inf
+    if signal == "spread":
+        return spread(values)
+    return max(values)
+
+
+def spread(cosines: Sequence[float]) -> float:
+    """The population standard deviation of the ``SPREAD_TOP`` best of ``cosines``
+    (the ``spread`` gate's signal; the harness's replay calls this very function)."""
+    top = sorted(cosines, reverse=True)[:SPREAD_TOP]
+    mean = sum(top) / len(top)
+    return math.sqrt(sum((x - mean) ** 2 for x in top) / len(top))
 
 
 def gate(channels: Mapping[str, Sequence[ChannelCandidate]], policy: AdmissionPolicy) -> str | None:

@@ -191,3 +191,46 @@ async def test_the_analyzer_migration_rebuilds_the_full_text_projection(open_ser
         assert svc.backend.last_rebuild_writes == 0
     finally:
         await other.close()
+
+
+async def test_support_weighs_the_query_terms_by_the_memorys_own_document_frequencies(open_service, minilm):
+    """Issue 34: each candidate (both channels, hybrid) carries the IDF-weighted share of
+    the query's terms its stored text holds, the frequencies counted over the searched
+    Memory's active entries: a near miss holding only the common topic word scores low,
+    the answer holding the rare specific word high. A search reading no full-text rows
+    (vector mode) has no support signal."""
+    from powercontext.backends.specificity import support
+
+    svc = await open_service(embedding=minilm, ids=SequentialIds())
+    texts = ["The metrics exporter is configured in deploy/prom.yaml and scrapes every 30 s.",
+             "The metrics exporter listens on port 9464.",
+             "The metrics dashboard lives in Grafana.",
+             "Alerts about metrics go to the on-call channel.",
+             "Deploy with make release."]
+    rev = await svc.remember(None, entries=tuple(E("fact", t) for t in texts))
+    gone = [e for e in await svc.entries(rev) if e.text == texts[4]]
+    rev = await svc.forget(rev, gone)  # inactive entries count for nothing
+    question = "Which port does the metrics exporter listen on?"
+    res = await svc.search(question, memories=(rev,), mode="hybrid", policy=NO_ADMISSION, explain=True)
+    an = svc.backend.analyzer
+    terms = an.query_terms(question)
+    active = [an.tokens(t) for t in texts[:4]]
+    df = {t: sum(t in set(tokens) for tokens in active) for t in terms}
+    assert df[an.query_terms("which")[0]] == 0  # not in any entry: left out of the weights
+    by_text = {}
+    for d in res.decisions:
+        held = set(an.tokens(d.candidate.text)) & set(terms)
+        assert d.candidate.support == pytest.approx(support(held, terms, df, 4), abs=1e-12)
+        by_text[d.candidate.text] = d.candidate.support
+    assert by_text[texts[1]] > 0.8 > by_text[texts[0]] > by_text[texts[2]] > 0.0
+    vector_only = await svc.search(question, memories=(rev,), mode="vector", policy=NO_ADMISSION, explain=True)
+    assert vector_only.decisions and all(d.candidate.support is None for d in vector_only.decisions)
+    # the near-miss rule: holding the topic but little of the specific weight refuses a vector candidate
+    strict = pc.AdmissionPolicy.floors(vector_min_cosine=-1.0, vector_min_support=0.5)
+    kept = await svc.search(question, memories=(rev,), mode="vector", policy=strict)  # no signal: not refused
+    assert {h.text for h in kept} >= {texts[0], texts[1]}
+    hybrid = await svc.search(question, memories=(rev,), mode="hybrid", policy=strict, explain=True)
+    refused = [d for d in hybrid.decisions if d.candidate.channel == "vector" and not d.admitted]
+    assert {d.candidate.text for d in refused} >= {texts[0], texts[2]}
+    assert all("not the question's specific terms" in d.reason for d in refused)
+    assert texts[1] in {h.text for h in hybrid}

@@ -59,7 +59,10 @@ def points():
            (AdmissionPolicy(), 8), (AdmissionPolicy(), 3), (AdmissionPolicy(gate_min=0.25), 8),
            (AdmissionPolicy(gate_signal="coverage", gate_min=0.4), 5),
            (AdmissionPolicy.floors(2, 0.25, 0.45, cross_script_min_terms=1, vector_uncovered=0.6), 8),
-           (AdmissionPolicy(vector_min_cosine=0.4, vector_min_centred=0.2, vector_uncovered=0.35), 10)]
+           (AdmissionPolicy(vector_min_cosine=0.4, vector_min_centred=0.2, vector_uncovered=0.35), 10),
+           # the answerability families (issue 34): support floors on both channels, the NQC gate
+           (AdmissionPolicy(vector_min_support=0.4, fts_min_support=0.3), 8),
+           (AdmissionPolicy(gate_signal="spread", gate_min=0.02), 8)]
     for _ in range(5):
         out.append((AdmissionPolicy.floors(rng.randint(1, 4), rng.choice([0.0, 0.2, 0.25, 0.34, 0.5]),
                                            round(rng.uniform(0.3, 0.8), 2)), rng.choice([1, 5, 8, 10])))

@@ -51,6 +51,9 @@ def synthetic(seed: int = 7, queries: int = 40):
                                else round(cosine - rng.uniform(0.0, 0.4), 2))
                     script = rng.choice(["latin", "latin", "cjk", "none", None])
                     covered = None if channel == "fts" else rng.choice([True, True, False, None])
+                    # the support signal: exactly 0 (a paraphrase), unmeasured (vector mode), or a share
+                    support = (None if mode == "vector" or rng.random() < 0.05
+                               else rng.choice([0.0, round(rng.random(), 2), round(rng.random(), 3)]))
                     rows.append(dict(
                         backend="syn", corpus="syn", mode=mode, query_id=qid, channel=channel, rank=rank,
                         memory="repo", memory_artifact_id=art, memory_revision=3, entry_id=ent, entry_version_id=ver,
@@ -58,7 +61,7 @@ def synthetic(seed: int = 7, queries: int = 40):
                         matched_terms=tuple(f"t{i}" for i in range(matched)), matched=matched, query_term_count=n,
                         coverage=matched / n if n else 0.0, cosine=cosine, centred=centred, script=script,
                         query_script=query_script, covered=covered,
-                        pool_rank=places[rank - 1] if channel == "fts" else None))
+                        pool_rank=places[rank - 1] if channel == "fts" else None, support=support))
     return pd.DataFrame(rows, columns=CANDIDATE_COLUMNS), pd.DataFrame(qrows), qrels
 
 
@@ -84,8 +87,11 @@ def random_policies(rng: random.Random, n: int):
                 vector_min_centred=rng.choice([None, round(rng.uniform(-0.2, 0.6), 2)]),
                 cross_script_min_terms=rng.choice([None, 1, 2, 3]),
                 vector_uncovered=rng.choice(["admit", "refuse", round(rng.uniform(0.0, 0.8), 2)]),
-                gate_signal=rng.choice(["centred", "cosine", "coverage"]),
-                gate_min=rng.choice([None, round(rng.uniform(-0.1, 0.7), 2)]),
+                gate_signal=(signal := rng.choice(["centred", "cosine", "coverage", "spread"])),
+                gate_min=rng.choice([None, round(rng.uniform(0.0, 0.3), 3) if signal == "spread"
+                                     else round(rng.uniform(-0.1, 0.7), 2)]),
+                vector_min_support=rng.choice([None, None, round(rng.uniform(0.0, 0.8), 2)]),
+                fts_min_support=rng.choice([None, None, round(rng.uniform(0.0, 0.8), 2)]),
                 hybrid_fts_min_terms=rng.choice([None, rng.randint(1, 5)]),
                 hybrid_fts_min_coverage=rng.choice([None, *coverages]))),
         )
