@@ -138,6 +138,17 @@ def _frontier(g: pd.DataFrame, x: str, y: str) -> tuple[list[float], list[float]
     return fx, fy
 
 
+def draw_frontiers(ax, points: pd.DataFrame, x: str, y: str, label: str = "") -> None:
+    """Every grid point of ``points`` as a faint dot and each backend's Pareto frontier
+    (the best ``y`` reachable at each ``x``) as a step line in the backend's style."""
+    for backend, g in points.groupby("backend"):
+        style = backend_style(backend)
+        ax.scatter(g[x], g[y], s=6, alpha=0.25, color=style["color"], marker=style["marker"])
+        fx, fy = _frontier(g, x, y)
+        ax.step(fx, fy, where="post", color=style["color"], linestyle=style["linestyle"], lw=1.2,
+                label=f"{backend} frontier{label}")
+
+
 POINT_MARKERS = {"recommended": ("*", 160), "initial": ("s", 45), "no-admission": ("X", 55)}
 
 
@@ -151,12 +162,7 @@ def plot_frontier(result: Any, modes: list[str]) -> Png:
     summary = result.summary
     for ax, mode in zip(axes, modes):
         d = _dev(result, mode)
-        for backend, g in d.groupby("backend"):
-            style = backend_style(backend)
-            ax.scatter(g[o.constraint], g[o.metric], s=6, alpha=0.25, color=style["color"], marker=style["marker"])
-            fx, fy = _frontier(g, o.constraint, o.metric)
-            ax.step(fx, fy, where="post", color=style["color"], linestyle=style["linestyle"], lw=1.2,
-                    label=f"{backend} frontier")
+        draw_frontiers(ax, d, o.constraint, o.metric)
         named = summary[(summary["mode"] == mode) & (summary["split"] == o.split)]
         for _, r in named.iterrows():
             if r["policy"] in POINT_MARKERS:
@@ -233,12 +239,7 @@ def plot_peers(result: Any, mode: str, split: str) -> Png:
     p = p[(p["mode"] == mode) & (p["corpus"] == "all") & (p["split"] == split)]
     fig = _figure(figsize=(7.2, 4.2), layout="constrained")
     ax = fig.subplots()
-    for backend, g in d.groupby("backend"):
-        style = backend_style(backend)
-        ax.scatter(g[o.constraint], g[o.metric], s=5, alpha=0.2, color=style["color"], marker=style["marker"])
-        fx, fy = _frontier(g, o.constraint, o.metric)
-        ax.step(fx, fy, where="post", color=style["color"], linestyle=style["linestyle"], lw=1.2,
-                label=f"{backend} frontier (limit {o.limit})")
+    draw_frontiers(ax, d, o.constraint, o.metric, f" (limit {o.limit})")
     for backend, g in p.groupby("backend"):
         color = backend_style(backend)["color"]
         filled = backend == result.collected.backends[0]
