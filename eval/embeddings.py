@@ -30,6 +30,7 @@ import pandas as pd
 
 from . import metrics as M
 from .peers import peers_side_by_side
+from .results import write_csv
 
 METRICS = ("ndcg@10", "false_admission", "empty_answer")
 POLICIES = ("default", "recommended", "initial")
@@ -140,18 +141,16 @@ def format_table(table: pd.DataFrame, profiles: Sequence[str], mode: str | None 
 def write(results: dict[str, Any], out: Path, seed: int = 0) -> dict[str, pd.DataFrame]:
     """``embeddings.csv`` (side by side), ``embedding_winners.csv``,
     ``embedding_paired.csv`` and ``embeddings.md`` in ``out``; returns the three tables."""
-    from .report import _csv
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     profiles = list(results)
     tables = {"side_by_side": side_by_side(results), "winners": winners(results), "paired": paired(results, seed=seed)}
-    _csv(tables["side_by_side"], out / "embeddings.csv")
-    _csv(tables["winners"], out / "embedding_winners.csv")
-    _csv(tables["paired"], out / "embedding_paired.csv")
+    write_csv(tables["side_by_side"], out / "embeddings.csv")
+    write_csv(tables["winners"], out / "embedding_winners.csv")
+    write_csv(tables["paired"], out / "embedding_paired.csv")
     peers = peers_side_by_side(results)
     if len(peers):
-        _csv(peers, out / "embedding_peers.csv")
+        write_csv(peers, out / "embedding_peers.csv")
     described = "\n".join(f"- `{name}`: {r.collected.embedding.get('model', '')} profile "
                           f"`{r.collected.profile_id}`, run folder `{name}/` (report `{name}/report.html`)"
                           for name, r in results.items())

@@ -204,8 +204,9 @@ class Grid:
             vector = [dict(vector_min_cosine=x, gate_min=g) for x in cos for g in gates]
         if "support" in parts and mode == "hybrid":  # support is measured where full-text rows were read
             vector = [dict(v, vector_min_support=u) for v in vector for u in self.vector_min_support]
-        if mode == "fts":  # a vector-signal gate does not apply without the vector channel
-            return [replace(base, fts_min_terms=t, fts_min_coverage=c, cross_script_min_terms=x, gate_min=None)
+        if mode == "fts":  # a vector-signal gate, or support for a vector candidate, does not apply here
+            plain = replace(base, gate_min=None, gate_signal=AdmissionPolicy().gate_signal, vector_min_support=None)
+            return [replace(plain, fts_min_terms=t, fts_min_coverage=c, cross_script_min_terms=x)
                     for (t, c), x in itertools.product(floors, xs)]
         if mode == "vector":
             return [replace(base, **v) for v in vector]
@@ -216,8 +217,10 @@ class Grid:
                 for (t, c), x, v in itertools.product(floors, xs, vector)]
 
     def policies(self, mode: str) -> list[AdmissionPolicy]:
-        """Every family's policies of ``mode``, family after family."""
-        return [p for family in self.families for p in self.family_policies(family, mode)]
+        """Every family's policies of ``mode``, family after family, each once: in full
+        text a +support or +nqc family's policies are its base family's (those rules
+        read the vector channel), and sweeping them twice only doubled the fts block."""
+        return list(dict.fromkeys(p for family in self.families for p in self.family_policies(family, mode)))
 
     def size(self, mode: str) -> int:
         """Number of (policy, limit) points of ``mode``."""

@@ -80,11 +80,11 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
     path = folder / f"{name}.parquet"
     pq.write_table(table, path, compression=COMPRESSION)
     if csv and len(frame) <= CSV_ROWS:
-        _csv(frame, folder / f"{name}.csv")
+        write_csv(frame, folder / f"{name}.csv")
     return path
 
 
-def _csv(frame: pd.DataFrame, path: Path) -> None:
+def write_csv(frame: pd.DataFrame, path: Path) -> None:
     joined = {c: frame[c].map(lambda v: " ".join(map(str, v)) if _is_sequence(v) else v)
               for c in frame.columns if frame[c].dtype == object and frame[c].map(_is_sequence).any()}
     (frame.assign(**joined) if joined else frame).to_csv(path, index=False, float_format="%.6g")

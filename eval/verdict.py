@@ -30,7 +30,8 @@ __all__ = ["SMALL", "bound_notes", "cost_table", "explicit_call", "first_screen"
 SMALL = 20
 #: Fields a reader sets; the rest (rrf_k, pool sizes …) stay at their defaults.
 _SHOWN = ("fts_min_terms", "fts_min_coverage", "hybrid_fts_min_terms", "hybrid_fts_min_coverage", "vector_min_cosine",
-          "vector_min_centred", "cross_script_min_terms", "vector_uncovered", "gate_min", "gate_signal", "profile")
+          "vector_min_centred", "vector_min_support", "fts_min_support", "cross_script_min_terms", "vector_uncovered",
+          "gate_min", "gate_signal", "profile")
 
 
 def explicit_call(policy: AdmissionPolicy) -> str:
