@@ -16,6 +16,7 @@ Subcommands (``%pcmem help``; ``%pcmem NAME --help`` for one):
 * ``patch`` ENTRY_ID --old "fragment" --new "replacement" — replace one unique fragment
 * ``manifest`` [REF[@REV]] [--diff] / ``lineage`` ENTRY_ID / ``changes`` [REF] --since N
 * ``verify`` [REF] — check a Memory's whole history against its hashes, list mismatches
+* ``migrate`` --embedding e5|minilm|FOLDER — re-embed every Memory with another model (one transaction)
 * ``maintain`` [--timeout S] [--settle S] — server upkeep after a bulk load (OceanBase compacts), then wait until searches settle
 * ``search`` "query" [--memory REF…] [--mode fts|vector|hybrid|auto] [--limit N]
   [--explain] [--fts-min-terms N --fts-min-coverage X --vector-min-cosine X]

@@ -369,6 +369,21 @@ class PcMem(Magics):
         print(report)
         return report if args.output else None
 
+    @magic_arguments()
+    @subcommand("migrate")
+    @argument("--embedding", required=True,
+              help="the model to move to: minilm, e5 or a sentence-transformers folder of the same dimension")
+    @argument("--batch-size", type=int, default=64, metavar="N", help="texts per embedding call (default 64)")
+    @output
+    def _migrate(self, args, cell):
+        """Re-embed every head row of every Memory with another model, then rewrite the vectors
+        and record its profile in one transaction (a failure keeps the old model's vectors)."""
+        report = self.run(self.svc.migrate_embedding(args.embedding, batch_size=args.batch_size))
+        self._apply_policy()  # the new profile's default, or %config's file and thresholds
+        self.session.open_line = with_embedding(self.session.open_line, args.embedding)
+        print(report)
+        return report if args.output else None
+
     @observe("fts_min_terms", "fts_min_coverage", "vector_min_cosine")
     def _thresholds_changed(self, change) -> None:
         self._apply_policy()
@@ -382,10 +397,11 @@ class PcMem(Magics):
             raise
         self._apply_policy()
 
-    def _file_policy(self) -> AdmissionPolicy:
-        """The policy of ``policy_file``, or the library default without one."""
+    def _file_policy(self, profile=None) -> AdmissionPolicy:
+        """The policy of ``policy_file``, or without one the default of the open
+        database's embedding profile (E5's thresholds are not MiniLM's)."""
         if not self.policy_file:
-            return AdmissionPolicy()
+            return AdmissionPolicy.default_for(profile)
         try:
             return AdmissionPolicy.load(self.policy_file)
         except ValueError as exc:  # InvalidMemoryRequestError: missing, unreadable or invalid
@@ -398,7 +414,8 @@ class PcMem(Magics):
         if svc is None:
             return
         overrides = {k: getattr(self, k) for k in ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")}
-        svc.policy = dataclasses.replace(self._file_policy(), **{k: v for k, v in overrides.items() if v is not None})
+        svc.policy = dataclasses.replace(self._file_policy(svc.backend.embedding_profile),
+                                         **{k: v for k, v in overrides.items() if v is not None})
 
     def _policy(self, args) -> AdmissionPolicy | None:
         overrides = {k: getattr(args, k) for k in ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")}
@@ -497,6 +514,17 @@ def open_line(args, embedding: str | None) -> str:
     else:
         parts = [redact(args.target)]
     return shlex.join(["%pcmem", "open", *parts, *(["--embedding", embedding] if embedding else [])])
+
+
+def with_embedding(line: str | None, embedding: str) -> str | None:
+    """An ``open_line`` that reopens the database with ``embedding`` after a migration."""
+    if line is None:
+        return None
+    words = shlex.split(line)
+    if "--embedding" in words:
+        at = words.index("--embedding")
+        del words[at:at + 2]
+    return shlex.join([*words, "--embedding", embedding])
 
 
 def _document() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .errors import (
     AnalyzerMismatchError,
+    EmbeddingProfileMismatchError,
     ArtifactNotFoundError,
     BackendUnavailableError,
     CapabilityNotSupportedError,
@@ -38,6 +39,7 @@ from .evidence import (
     Verification,
 )
 from .memory.admission import AdmissionPolicy
+from .memory.migration import EmbeddingMigration
 from .memory.service import MemoryService
 from .model import (
     ArtifactRef,
@@ -55,7 +57,7 @@ from .model import (
 from .opening import open
 
 __all__ = [
-    "AdmissionPolicy", "AnalyzerMismatchError", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
+    "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
     "CapabilityNotSupportedError", "CommitOutcomeUnknownError", "ConnectionLostError", "ContentSource",
     "DatabaseBusyError", "EmbeddingProfile", "InvalidCitationError",
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MaintenanceNotPermittedError", "ServerLimitError", "MemoryChange", "MemoryCitation",

@@ -153,6 +153,13 @@ class AnalyzerMismatchError(BackendUnavailableError):
     it as it is or how to migrate it (``svc.rebuild_projections(analyzer=...)``)."""
 
 
+class EmbeddingProfileMismatchError(BackendUnavailableError):
+    """The database's vectors were re-embedded with another model
+    (``svc.migrate_embedding``) after this handle opened it. Its queries would be
+    embedded by the old model and compared with the new model's vectors, so nothing is
+    searched or written; close the handle and reopen it with the new embedding."""
+
+
 class DatabaseBusyError(BackendUnavailableError):
     """Another writer held the database lock for longer than the busy timeout.
     Nothing was written by this call; retry it."""

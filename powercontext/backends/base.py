@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from .. import analyzer as analyzer_module, canonical
 from ..errors import (
     AnalyzerMismatchError,
     ArtifactNotFoundError,
+    EmbeddingProfileMismatchError,
     InvalidCitationError,
     InvalidMemoryRequestError,
     MemoryEntryNotFoundError,
@@ -345,7 +347,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         self._check_plan(plan, diff)
         searchable = {v.entry_version_id: self.analyzer.searchable_text(v.text) for v in plan.new_versions}
         with self._transaction(write=True) as tx:
-            self._check_stored_analyzer(tx)
+            self._check_stored_schema(tx)
             base_ref = None if plan.base_revision is None else ArtifactRef(plan.artifact_id, plan.base_revision)
             if base_ref is None:
                 head = self._read_head(tx, plan.artifact_id)
@@ -400,12 +402,37 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         self._remember_verified(ref, row, revision, encoded.layout, validated=True)
         return revision
 
-    # ---------------------------------------------------------------- analyzer record
+    # ---------------------------------------------------------------- analyzer and profile records
 
-    def _check_stored_analyzer(self, tx: Any) -> None:
+    def _check_stored_schema(self, tx: Any) -> None:
         """Inside a write: the database still uses the analyzer this handle analyzes
-        with (another process may have migrated it since we opened it)."""
-        self._check_analyzer_record(self._read_schema_value(tx, "analyzer"))
+        with and the embedding profile it embeds with (another process may have
+        migrated either since we opened it). Both records in one statement: on
+        OceanBase each statement is a round trip."""
+        stored = self._read_schema_values(tx, ("analyzer", "embedding_profile"))
+        self._check_analyzer_record(stored.get("analyzer"))
+        self._check_profile_record(stored.get("embedding_profile"))
+
+    def _check_profile_record(self, recorded: str | None) -> None:
+        """A handle whose profile is not the database's any more would embed with the
+        old model and compare with the new one's vectors: one profile per search."""
+        mine = self.embedding_profile
+        if mine is None:  # writes no vectors and searches full text only: nothing to mix
+            return
+        if recorded is not None and (recorded == self._profile_text() or json.loads(recorded) == mine.to_canonical()):
+            return
+        now = "no embedding profile" if recorded is None else f"embedding profile {json.loads(recorded)['profile_id']!r}"
+        raise EmbeddingProfileMismatchError(
+            f"the {self.name} database was migrated to {now} after this handle opened it with "
+            f"{mine.profile_id!r}: close it and reopen it with the new embedding"
+        )
+
+    def _profile_text(self) -> str:
+        """This handle's profile as the schema records it (the same JSON both backends write)."""
+        profile = self.embedding_profile
+        if getattr(self, "_profile_text_of", (None,))[0] is not profile:
+            self._profile_text_of = (profile, json.dumps(profile.to_canonical(), sort_keys=True))
+        return self._profile_text_of[1]
 
     def _check_analyzer_record(self, recorded: str | None) -> None:
         if recorded != self.analyzer.version:

@@ -58,7 +58,7 @@ class PortableSQL:
 
     def _search_state(self, tx, artifact_ids):
         """The heads of the searched Memories and the schema values a search checks
-        (analyzer, projection generation), read in one statement: on OceanBase every
+        (analyzer, projection generation, embedding profile), read in one statement: on OceanBase every
         statement is a round trip (0.4–0.5 ms at 1k entries, several ms under load).
         Returns ({artifact_id: revision}, {key: value})."""
         heads, schema = {}, {}
@@ -66,14 +66,19 @@ class PortableSQL:
             sql = f"SELECT 'h', artifact_id, revision FROM artifact_heads WHERE artifact_id IN ({marks(len(part))})"
             params = tuple(part)
             if i == 0:
-                sql += " UNION ALL SELECT 's', `key`, value FROM powercontext_schema WHERE `key` IN (?, ?)"
-                params += ("analyzer", "projection_generation")
+                sql += " UNION ALL SELECT 's', `key`, value FROM powercontext_schema WHERE `key` IN (?, ?, ?)"
+                params += ("analyzer", "projection_generation", "embedding_profile")
             for kind, name, value in self._rows(tx, sql, params):
                 if kind == "h":
                     heads[name] = int(value)
                 else:
                     schema[name] = value
         return heads, schema
+
+    def _read_schema_values(self, tx, keys: Sequence[str]) -> dict[str, str]:
+        """Several powercontext_schema values in one statement (one round trip)."""
+        sql = f"SELECT `key`, value FROM powercontext_schema WHERE `key` IN ({marks(len(keys))})"
+        return {key: value for key, value in self._rows(tx, sql, tuple(keys))}
 
     def _list_heads(self, tx):
         return [(a, int(r)) for a, r in self._rows(tx, "SELECT artifact_id, revision FROM artifact_heads")]

@@ -13,14 +13,22 @@ changes: a rebuild or migration after nothing changed writes no head row.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import json
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from .. import analyzer as analyzer_module
-from ..errors import RevisionConflictError
+from ..errors import CapabilityNotSupportedError, InvalidMemoryRequestError, RevisionConflictError
 from ..model import ArtifactRef
 from . import centroid
+
+
+class _Rebuilt(NamedTuple):
+    rows: int  # head rows of the Memory
+    writes: int  # head rows rewritten, inserted or deleted
+    sum_changed: bool  # c̄ rewritten
+    complete: bool  # every head row holds a vector
 
 
 class ProjectionRebuild:
@@ -42,60 +50,113 @@ class ProjectionRebuild:
         written row costs its FULLTEXT and HNSW upkeep (a 100k-entry rebuild that
         deleted and re-inserted every row took 872 s)."""
         with self._transaction(write=True) as tx:
-            head = self._read_head(tx, ref.artifact_id)
-            if head != ref.revision:
-                raise RevisionConflictError(f"{ref} is no longer the head (Revision {head}); rebuild the new head")
-            revision = self._revision(tx, ref)
-            active = revision.manifest.active
-            versions = self._versions(tx, [i.entry_version_id for i in active])
-            for item in active:
-                self._check_version(versions.get(item.entry_version_id), ref, item)
-            self._validate_vectors(vectors, {i.entry_version_id: i for i in active})
-            self._check_stored_analyzer(tx)
-            wanted = {i.entry_id for i in active}
-            stray = [entry_id for entry_id, *_ in self._read_projection(tx, ref.artifact_id) if entry_id not in wanted]
-            sums = centroid.VectorSumDelta(self.embedding_profile.dimension) if self._vector_sums_kept() else None
-            changed: list[tuple] = []  # (projection_id, entry_id, version_id, content_hash, text, vector)
-            missing: list[tuple] = []  # (entry_id, version_id, content_hash, text, vector)
-            for part in self._in_lists(active):
-                stored = self._projection_rows(tx, ref.artifact_id, [i.entry_id for i in part])
-                part_vectors = [vectors.get(i.entry_version_id) for i in part]
-                given = [v[1] for v in part_vectors if v is not None]
-                as_returned = self._returned_values(given) if given else ()
-                returned = iter(as_returned)
-                for item, vector in zip(part, part_vectors):
-                    values = None if vector is None else next(returned)
-                    row = (item.entry_version_id, item.entry_content_hash,
-                           self.analyzer.searchable_text(versions[item.entry_version_id].text), vector)
-                    current = stored.get(item.entry_id)
-                    if current is None:
-                        missing.append((item.entry_id, *row))
-                    elif not _same_row(current, row, values):
-                        changed.append((current[0], item.entry_id, *row))
-                if sums is not None and given:
-                    sums.add_many(as_returned)  # c̄ from scratch: the head's vectors as they will read back
-            sum_differs = sums is not None and self._read_vector_sum(tx, ref.artifact_id) != (sums.count, sums.sums)
-            written = bool(stray or changed or missing or sum_differs)
-            if written:
-                generation = self._bump_projection_generation(tx)  # searches elsewhere re-check completeness
-                for part in self._in_lists(stray):
-                    self._delete_projections(tx, ref.artifact_id, part)
-                for part in self._in_lists(changed):
-                    self._replace_projections(tx, ref.artifact_id, ref.revision, part)
-                for part in self._in_lists(missing):
-                    self._insert_projections(tx, ref.artifact_id, ref.revision, part)
-                if sum_differs:
-                    self._write_vector_sum(tx, ref.artifact_id, sums.count, sums.sums)
-            else:
-                generation = self._projection_generation(tx)
-        self.last_rebuild_writes = len(stray) + len(changed) + len(missing)
+            self._check_stored_schema(tx)
+            done = self._rebuild_rows(tx, ref, vectors, self.embedding_profile)
+            changed = done.writes or done.sum_changed
+            generation = self._bump_projection_generation(tx) if changed else self._projection_generation(tx)
+        self.last_rebuild_writes = done.writes
         # Every head row now holds a vector validated against this profile's embedding
         # hash of its version (written here or found equal): the head is complete at
         # this generation, and the first search after the rebuild need not re-check it
         # (10k entries: 29 ms on SQLite, 116 ms on OceanBase). A row without a vector:
         # the search checks.
-        self._record_completeness(ref, (generation,), all(i.entry_version_id in vectors for i in active))
-        return len(active)
+        self._record_completeness(ref, (generation,), done.complete)
+        return done.rows
+
+    def _rebuild_rows(self, tx: Any, ref: ArtifactRef, vectors, profile) -> "_Rebuilt":
+        """Inside ``tx``: bring one Memory's head rows and c̄ to what its head and
+        ``vectors`` (computed for ``profile``) derive, writing only what differs. The
+        caller bumps the projection generation when anything was written."""
+        head = self._read_head(tx, ref.artifact_id)
+        if head != ref.revision:
+            raise RevisionConflictError(f"{ref} is no longer the head (Revision {head}); rebuild the new head")
+        revision = self._revision(tx, ref)
+        active = revision.manifest.active
+        versions = self._versions(tx, [i.entry_version_id for i in active])
+        for item in active:
+            self._check_version(versions.get(item.entry_version_id), ref, item)
+        self._validate_vectors(vectors, {i.entry_version_id: i for i in active}, profile)
+        wanted = {i.entry_id for i in active}
+        stray = [entry_id for entry_id, *_ in self._read_projection(tx, ref.artifact_id) if entry_id not in wanted]
+        sums = centroid.VectorSumDelta(profile.dimension) if self._vector_sums_kept() else None
+        changed: list[tuple] = []  # (projection_id, entry_id, version_id, content_hash, text, vector)
+        missing: list[tuple] = []  # (entry_id, version_id, content_hash, text, vector)
+        for part in self._in_lists(active):
+            stored = self._projection_rows(tx, ref.artifact_id, [i.entry_id for i in part])
+            part_vectors = [vectors.get(i.entry_version_id) for i in part]
+            given = [v[1] for v in part_vectors if v is not None]
+            as_returned = self._returned_values(given) if given else ()
+            returned = iter(as_returned)
+            for item, vector in zip(part, part_vectors):
+                values = None if vector is None else next(returned)
+                row = (item.entry_version_id, item.entry_content_hash,
+                       self.analyzer.searchable_text(versions[item.entry_version_id].text), vector)
+                current = stored.get(item.entry_id)
+                if current is None:
+                    missing.append((item.entry_id, *row))
+                elif not _same_row(current, row, values):
+                    changed.append((current[0], item.entry_id, *row))
+            if sums is not None and given:
+                sums.add_many(as_returned)  # c̄ from scratch: the head's vectors as they will read back
+        sum_differs = sums is not None and self._read_vector_sum(tx, ref.artifact_id) != (sums.count, sums.sums)
+        for part in self._in_lists(stray):
+            self._delete_projections(tx, ref.artifact_id, part)
+        for part in self._in_lists(changed):
+            self._replace_projections(tx, ref.artifact_id, ref.revision, part)
+        for part in self._in_lists(missing):
+            self._insert_projections(tx, ref.artifact_id, ref.revision, part)
+        if sum_differs:
+            self._write_vector_sum(tx, ref.artifact_id, sums.count, sums.sums)
+        return _Rebuilt(len(active), len(stray) + len(changed) + len(missing), sum_differs,
+                        all(i.entry_version_id in vectors for i in active))
+
+    # ---------------------------------------------------------------- embedding migration
+
+    async def migrate_embedding(self, profile, vectors: Mapping[ArtifactRef, Mapping[str, tuple[str, Any]]]
+                                ) -> dict[str, int]:
+        return await self._run(self._migrate_embedding_sync, profile, vectors)
+
+    def _migrate_embedding_sync(self, profile, vectors) -> dict[str, int]:
+        """Move the database to another embedding profile in ONE transaction: every
+        head row of every Memory gets its vector from ``vectors`` (each head's active
+        versions embedded as documents by the new model, outside the transaction), c̄
+        is recomputed, and the schema records the new profile. A crash, a kill or a
+        refusal leaves the old profile and the old vectors, never a mix; a handle
+        opened before refuses to search or write afterwards (its query vectors would
+        come from the old model). The vector column keeps its dimension: a profile
+        of another dimension is refused (OceanBase's DDL commits on its own, so a
+        column change could not be undone with the rows)."""
+        if self.embedding_profile is None:
+            raise CapabilityNotSupportedError(
+                "this database has no vector projection: open it with an embedding to give it one")
+        if profile.dimension != self.embedding_profile.dimension:
+            raise InvalidMemoryRequestError(
+                f"{profile.profile_id!r} has {profile.dimension} dimensions and this database's vectors "
+                f"{self.embedding_profile.dimension}: a migration keeps the dimension; load the Memories into a "
+                "new database opened with that model instead")
+        rebuilt: dict[str, int] = {}
+        written = 0
+        with self._transaction(write=True) as tx:
+            self._check_stored_schema(tx)
+            heads = {artifact_id: revision for artifact_id, revision in self._list_heads(tx)}
+            embedded = {ref.artifact_id: ref.revision for ref in vectors}
+            if heads != embedded:
+                moved = sorted(a for a in heads.keys() | embedded.keys() if heads.get(a) != embedded.get(a))
+                raise RevisionConflictError(
+                    f"Memory {moved[0]!r} moved on while its entries were embedded; pause writes and migrate again")
+            for ref, given in vectors.items():
+                done = self._rebuild_rows(tx, ref, given, profile)
+                if not done.complete:
+                    raise InvalidMemoryRequestError(f"{ref}: a migration needs a vector for every active entry")
+                rebuilt[ref.artifact_id] = done.rows
+                written += done.writes
+            self._write_schema_value(tx, "embedding_profile", json.dumps(profile.to_canonical(), sort_keys=True))
+            generation = self._bump_projection_generation(tx)  # other handles' caches of completeness and c̄ go
+        self.embedding_profile = profile
+        self.last_rebuild_writes = written
+        for ref in vectors:
+            self._record_completeness(ref, (generation,), True)
+        return rebuilt
 
     # ---------------------------------------------------------------- analyzer migration
 
@@ -114,7 +175,7 @@ class ProjectionRebuild:
         rebuilt: dict[str, int] = {}
         written = 0
         with self._transaction(write=True) as tx:
-            self._check_stored_analyzer(tx)
+            self._check_stored_schema(tx)
             for part in self._in_lists(self._head_rows(tx)):  # one read per in-list, not one per row
                 texts = self._versions(tx, [version_id for _, _, version_id, _ in part])
                 for projection_id, artifact_id, version_id, stored in part:

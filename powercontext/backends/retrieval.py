@@ -109,6 +109,7 @@ class AuthoritativeRetrieval:
                     )
             ids = [r.artifact_id for r in request.memories]
             self._check_analyzer_record(schema.get("analyzer"))  # stored tokens and query terms from one analyzer
+            self._check_profile_record(schema.get("embedding_profile"))  # stored and query vectors from one model
             generation = int(schema.get("projection_generation") or 0)
             raw: dict[str, list[tuple[Any, ...]]] = {}
             pooled: list[tuple[tuple[Any, ...], int, tuple[str, ...]]] = []

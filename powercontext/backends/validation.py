@@ -178,24 +178,26 @@ class CommitValidation:
             active = {i.entry_version_id: i for i in content.manifest.active}
         self._validate_vectors(plan.vectors, active)
 
-    def _validate_vectors(self, vectors: Mapping[str, tuple[str, tuple[float, ...]]], active: Mapping[str, Any]) -> None:
+    def _validate_vectors(self, vectors: Mapping[str, tuple[str, tuple[float, ...]]], active: Mapping[str, Any],
+                          profile: EmbeddingProfile | None = None) -> None:
         """A vector may enter a projection only for an active head version, with the
-        embedding hash of (this deployment's profile, that version's content hash) and
-        values that pass the profile's checks."""
-        if vectors and self.embedding_profile is None:
+        embedding hash of (this deployment's profile — or the one a migration moves to —,
+        that version's content hash) and values that pass the profile's checks."""
+        profile = profile or self.embedding_profile
+        if vectors and profile is None:
             raise CapabilityNotSupportedError("this database has no vector projection; vectors cannot be written")
         for version_id, (embedding_hash, values) in vectors.items():
             item = active.get(version_id)
             if item is None:
                 raise InvalidMemoryRequestError(f"vector for {version_id!r}, which is not an active head version")
-            if embedding_hash != self.expected_embedding_hash(item.entry_content_hash):
+            if embedding_hash != self.expected_embedding_hash(item.entry_content_hash, profile):
                 raise InvalidEmbeddingError(
                     f"vector for {version_id!r} was computed for another profile or other content"
                 )
-            check_vector(values, self.embedding_profile)
+            check_vector(values, profile)
 
-    def expected_embedding_hash(self, entry_hash: str) -> str:
-        return _embedding_hasher(self.embedding_profile)(entry_hash)
+    def expected_embedding_hash(self, entry_hash: str, profile: EmbeddingProfile | None = None) -> str:
+        return _embedding_hasher(profile or self.embedding_profile)(entry_hash)
 
     def embedding_hash_template(self) -> tuple[bytes, bytes] | None:
         """``canonical.embedding_hash_template`` of this database's profile."""

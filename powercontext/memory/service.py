@@ -47,7 +47,7 @@ from ..model import (
     entry_content,
     sorted_refs,
 )
-from . import arguments, context, patching
+from . import arguments, context, migration, patching
 from .arguments import as_ref
 from .admission import AdmissionPolicy
 from .candidates import DefaultCandidatePipeline
@@ -456,6 +456,14 @@ class MemoryService(MemorySearch):
                 }
             rebuilt[ref.artifact_id] = await self.backend.rebuild(ref, vectors)
         return rebuilt
+
+    async def migrate_embedding(self, embedding: Any, *, batch_size: int = 64, progress: bool = True):
+        """Move the database to another embedding model of the same dimension (a
+        bundled name, a model folder or an EmbeddingModel): re-embed every head row in
+        batches, then rewrite the vectors and record the profile in one transaction
+        (atomic, not resumable; see ``memory/migration.py``). Pause writes meanwhile;
+        other handles must reopen. Returns an ``EmbeddingMigration``."""
+        return await migration.migrate_embedding(self, embedding, batch_size, progress)
 
     async def maintain(self, timeout: float = 900.0, settle: float = 60.0):
         """Upkeep after a bulk load, then wait until searches have settled: OceanBase
