@@ -28,6 +28,7 @@ EXPECTED = [
     "05_oceanbase.ipynb",
     "06_your_own_corpus.ipynb",
     "07_runtime.ipynb",
+    "08_embedding_models.ipynb",
 ]
 IGNORE_MARKER = "NBVAL_IGNORE_OUTPUT"
 
