@@ -98,9 +98,16 @@ def test_every_readme_snippet_runs_twice_in_one_folder(tmp_path):
 def test_readme_e5_block_prints_what_the_readme_says(tmp_path, monkeypatch, capsys):
     """The multilingual block: the Chinese question finds the Chinese entry, the English
     paraphrase the pnpm entry, with E5's own default policy."""
-    (block,) = [b for b in python_blocks() if '"multilingual.db"' in b]
+    block, migration = [b for b in python_blocks() if '"multilingual.db"' in b]
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
     printed = capsys.readouterr().out
     assert printed.splitlines()[-1] == "multilingual-e5-small-q4 floors+cross-script+coverage+hybrid-floors"
     assert printed in README.read_text()
+    # the migration block after it, on the same file: there and back, with each model's default
+    exec(compile(migration, "README.md", "exec"), {"__name__": "__main__"})
+    moved = capsys.readouterr().out
+    assert moved.splitlines() == [
+        "multilingual-e5-small-q4 → minilm-l6-v2 3 entries; minilm-l6-v2",
+        "minilm-l6-v2 → multilingual-e5-small-q4 3 entries; multilingual-e5-small-q4"]
+    assert moved in README.read_text()
