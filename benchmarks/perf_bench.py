@@ -80,8 +80,17 @@ def corpus_texts() -> tuple[list[str], list[str]]:
 
 
 def synthesize(base: list[str], n: int, seed: int = 7) -> list[str]:
+    return synthesize_pairs(base, n, seed)[0]
+
+
+def synthesize_pairs(base: list[str], n: int, seed: int = 7) -> tuple[list[str], list[tuple[int, int] | None]]:
+    """``n`` texts: the distinct ``base`` texts, then seeded recombinations "A; also, b
+    (note N)" of two of them; beside each, the indices of its two parts (None for a
+    base text itself)."""
     rng = random.Random(seed)
     texts = list(dict.fromkeys(base))[:n]
+    index = {t: i for i, t in enumerate(texts)}
+    parts: list[tuple[int, int] | None] = [None] * len(texts)
     seen = set(texts)
     while len(texts) < n:
         a, b = rng.sample(base, 2)
@@ -89,7 +98,8 @@ def synthesize(base: list[str], n: int, seed: int = 7) -> list[str]:
         if text not in seen:
             seen.add(text)
             texts.append(text)
-    return texts
+            parts.append((index[a], index[b]))
+    return texts, parts
 
 
 class SeededVectors:
@@ -202,7 +212,7 @@ def explain_channels(backend, artifact_id, terms, vector, pool) -> str:
             for sql, params in captured:
                 tx.execute("EXPLAIN " + sql, params)
                 plan = "\n".join(str(r[0]) for r in tx.fetchall())
-                out.append(re.sub(r"X'[0-9A-F]{32,}'", "X'…'", plan))
+                out.append(re.sub(r"X'[0-9A-F\s]{32,}'", "X'…'", plan))  # the vector's bytes, wrapped
             return "\n".join(out)
     return on_worker(backend, run)
 

@@ -1,135 +1,171 @@
-"""Search benchmark: embedding throughput, HNSW recall@32 vs exact search, and search
-latency per mode on 1k and 10k entries, on SQLite and a local OceanBase (seekdb).
+"""Search as a user sees it (issue 37): end-to-end latency with the query's embedding
+included, per bundled embedding profile, at 1k/10k/100k entries on SQLite and a local
+OceanBase (seekdb); the vector channel's recall against exact search; OceanBase's plans.
 
-    .venv/bin/python benchmarks/search_bench.py [--sizes 1000,10000] [--queries 60]
+    .venv/bin/python benchmarks/search_bench.py [--profiles minilm,e5] [--sizes 1000,10000,100000]
+        [--backends sqlite,oceanbase] [--queries 60] [--maintain] [--explain]
 
-Entries are the bundled corpora's texts plus seeded recombinations of their sentences
-(real language, so the real model's vectors behave like real memories). Everything is
-embedded once and reused on both databases. Prints figures; asserts nothing.
+Entries are perf_bench's corpus: the bundled corpora's memories and seeded
+recombinations of them, with the profile's vectors (model_vectors.py: real embeddings
+of every bundled text, sums of them for the recombinations). Each size is one
+``remember()`` of all its entries with ``SequentialIds`` (the content hash is printed:
+the same on both databases). Per database and size, over ``--queries`` questions of the
+bundled corpora (limit 8):
+
+* ``e2e``: ``svc.search(question, mode="hybrid")`` with the question embedded by the
+  real model on every call (role query), p50/p95;
+* ``embed``: the query embedding alone, p50; ``search``: the hybrid search with the
+  query vector already made, p50/p95;
+* ``recall``: the vector channel's top 32 against the exact top 32 of the searched
+  Memory (numpy over the stored vectors), mean over the questions.
+
+``--maintain`` runs ``svc.maintain()`` after the load and measures again; ``--explain``
+prints OceanBase's plans of the channel statements at each size. Prints figures;
+asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import os
 import random
 import statistics
 import time
-from pathlib import Path
+
+import numpy as np
 
 import bench_dirs
+import perf_bench as pb
 import powercontext as pc
-from powercontext.embedding import EmbeddingResult, SentenceTransformerEmbedding
+from model_vectors import CorpusVectors
+from powercontext.canonical import SequentialIds
+from powercontext.embedding import EmbeddingResult
+from powercontext.memory import arguments
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def corpus_texts() -> tuple[list[str], list[str]]:
-    entries, queries = [], []
-    for folder in sorted((ROOT / "datasets").iterdir()):
-        if (folder / "memories.jsonl").exists():
-            entries += [json.loads(line)["text"] for line in (folder / "memories.jsonl").open()]
-            queries += [json.loads(line)["text"] for line in (folder / "queries.jsonl").open()]
-    return entries, queries
+POOL = 32  # what a limit-8 search asks each channel for
 
 
-def synthesize(base: list[str], n: int, seed: int = 7) -> list[str]:
-    rng = random.Random(seed)
-    texts = list(dict.fromkeys(base))[:n]
-    while len(texts) < n:
-        a, b = rng.sample(base, 2)
-        texts.append(f"{a.rstrip('.。')}; also, {b[0].lower()}{b[1:]}")
-    return texts
+def percentiles(values):
+    ordered = sorted(values)
+    return statistics.median(ordered), ordered[max(0, int(round(len(ordered) * 0.95)) - 1)]
 
 
-class Precomputed:
-    """Serves vectors computed up front by the real model (so both databases get the
-    same vectors and write time is not embedding time)."""
-
-    def __init__(self, model, table):
-        self.model, self.table = model, table
-
-    @property
-    def profile(self):
-        return self.model.profile
-
-    async def embed(self, texts):
-        return EmbeddingResult(tuple(self.table[t] for t in texts))
-
-
-async def load(target, model, texts, batch=1000):
-    svc = await pc.open(target, embedding=model)
-    rev = None
-    start = time.perf_counter()
-    for i in range(0, len(texts), batch):
-        rev = await svc.remember(rev, entries=tuple(pc.MemoryEntryInput("fact", t) for t in texts[i:i + batch]))
-    return svc, rev, time.perf_counter() - start
-
-
-async def latencies(svc, rev, queries, mode):
-    times = []
-    for q in queries:
+async def latencies(svc, rev, questions, vectors: CorpusVectors):
+    """(e2e p50, p95), embed p50, (search p50, p95) in ms."""
+    e2e, embed, search = [], [], []
+    for q in questions:  # warm: plans, caches, the model
+        await svc.search(q, memories=(rev,), mode="hybrid", limit=8)
+    model = svc.embedding
+    for q in questions:
         start = time.perf_counter()
-        await svc.search(q, memories=(rev,), mode=mode, limit=8)
-        times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times), sorted(times)[int(len(times) * 0.95) - 1]
+        await svc.search(q, memories=(rev,), mode="hybrid", limit=8)
+        e2e.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        await vectors.model.embed((q,), role="query")
+        embed.append((time.perf_counter() - start) * 1000)
+    svc.embedding = PrecomputedQueries(vectors)
+    try:
+        for q in questions:
+            start = time.perf_counter()
+            await svc.search(q, memories=(rev,), mode="hybrid", limit=8)
+            search.append((time.perf_counter() - start) * 1000)
+    finally:
+        svc.embedding = model
+    return percentiles(e2e), statistics.median(embed), percentiles(search)
 
 
-def hnsw_recall(backend, rev, qvectors, ef, k=32):
-    hits = total = 0
-    for v in qvectors:
-        def approx():
-            with backend._transaction(write=False) as tx:
-                tx.execute(f"SET ob_hnsw_ef_search = {ef}")
-                try:
-                    return backend._vector_query(tx, [rev.artifact_id], v, k)
-                finally:
-                    tx.execute("SET ob_hnsw_ef_search = 200")
-        a = {r[2] for r in backend._executor.submit(approx).result()}
-        e = {r[2] for r in backend.exact_vector_query([rev.artifact_id], v, k)}
-        hits += len(a & e)
-        total += len(e)
-    return hits / total
+class PrecomputedQueries:
+    """Documents and questions from the table: a search without the model's time."""
+
+    def __init__(self, vectors: CorpusVectors) -> None:
+        self.vectors, self.profile = vectors, vectors.profile
+
+    async def embed(self, texts, role="document"):
+        return EmbeddingResult(tuple(self.vectors.vector(t) for t in texts))
+
+
+async def recall(svc, rev, texts, questions, vectors: CorpusVectors) -> tuple[float, float]:
+    """(mean, min) overlap of the vector channel's top POOL with the exact top POOL of
+    the Memory (numpy over the vectors its entries were given)."""
+    matrix = vectors.matrix(texts).astype(np.float32)
+    version_texts = {e.entry_version_id: e.text for e in await svc.entries(rev)}
+    backend = svc.backend
+
+    def channel(q):
+        with backend._transaction(write=False) as tx:
+            return backend._vector_query(tx, [rev.artifact_id], vectors.vector(q), POOL)
+    overlaps = []
+    for q in questions:
+        rows = pb.on_worker(backend, lambda q=q: channel(q))
+        exact = np.argsort(-(matrix @ np.asarray(vectors.vector(q), dtype=np.float32)), kind="stable")[:POOL]
+        overlaps.append(len({version_texts[r[2]] for r in rows} & {texts[i] for i in exact}) / POOL)
+    return statistics.mean(overlaps), min(overlaps)
+
+
+async def measure(svc, rev, texts, questions, vectors, backend_name, n, explain):
+    (e2e, e2e95), embed, (search, search95) = await latencies(svc, rev, questions, vectors)
+    mean_recall, min_recall = await recall(svc, rev, texts, questions, vectors)
+    if explain and backend_name == "oceanbase":
+        terms = arguments.query_terms(questions[0], svc.backend.analyzer)
+        print(f"EXPLAIN, {n:,} entries, terms {terms}:")
+        print(pb.explain_channels(svc.backend, rev.artifact_id, terms, vectors.vector(questions[0]), POOL))
+    return dict(e2e=e2e, e2e95=e2e95, embed=embed, search=search, search95=search95,
+                recall=mean_recall, recall_min=min_recall)
 
 
 async def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", default="1000,10000")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--profiles", default="minilm,e5")
+    ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--backends", default="sqlite,oceanbase")
     ap.add_argument("--queries", type=int, default=60)
+    ap.add_argument("--maintain", action="store_true", help="svc.maintain() after each load, then measure again")
+    ap.add_argument("--explain", action="store_true")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    base, all_queries = corpus_texts()
-    queries = random.Random(1).sample(all_queries, args.queries)
-    texts = synthesize(base, max(sizes))
-
-    model = SentenceTransformerEmbedding()
-    model.encode(["warm up"])
-    start = time.perf_counter()
-    vectors = model.encode(texts + queries)
-    seconds = time.perf_counter() - start
-    print(f"embedding: {len(texts) + len(queries)} texts in {seconds:.1f} s = {(len(texts) + len(queries)) / seconds:.0f} texts/s (batch 32, CPU)")
-    table = {t: tuple(v) for t, v in zip(texts + queries, vectors)}
-    fast = Precomputed(model, table)
-    qvectors = [table[q] for q in queries]
-
-    with bench_dirs.workspace("pc-search-") as (work, url):
-        print(f"\n{'backend':<10} {'entries':>7} {'load s':>7} {'fts p50/p95 ms':>16} {'vector p50/p95':>16} {'hybrid p50/p95':>16}")
-        for n in sizes:
-            for backend in ("sqlite", "oceanbase"):
-                target = str(work / f"bench_{n}.db") if backend == "sqlite" else url.rstrip("/") + f"/bench_{n}"
-                svc, rev, load_s = await load(target, fast, texts[:n])
-                row = [await latencies(svc, rev, queries, m) for m in ("fts", "vector", "hybrid")]
-                cells = " ".join(f"{p50:7.1f}/{p95:<8.1f}" for p50, p95 in row)
-                print(f"{backend:<10} {n:>7} {load_s:>7.1f} {cells}")
-                if backend == "oceanbase":
-                    for ef in (64, 100, 200):
-                        recall = hnsw_recall(svc.backend, rev, qvectors, ef)
-                        print(f"           HNSW recall@32 vs exact, {n} entries, ef_search={ef}: {recall:.3f}")
-                    con = svc.backend._raw_connect(None)
-                    con.cursor().execute(f"DROP DATABASE bench_{n}")
-                    con.close()
-                await svc.close()
+    base, all_questions = pb.corpus_texts()
+    questions = random.Random(1).sample(all_questions, args.queries)
+    texts, parts = pb.synthesize_pairs(base, max(sizes))
+    print(f"machine: {pb.machine()}; load average at start {os.getloadavg()}")
+    rows = []
+    with bench_dirs.workspace("pc-search-", with_oceanbase="oceanbase" in args.backends) as (work, url):
+        for profile in args.profiles.split(","):
+            vectors = CorpusVectors(profile, base, texts, parts, all_questions)
+            print(f"\n{profile}: {vectors.profile.profile_id}, {vectors.profile.dimension}-d; embedding the "
+                  f"bundled texts and questions took {vectors.embed_seconds:.0f} s (cached afterwards)", flush=True)
+            await vectors.model.embed(("warm up",), role="query")
+            for n in sizes:
+                for backend in args.backends.split(","):
+                    with pb.bench_target(backend, url, work, f"search_{profile}_{n}") as target:
+                        svc = await pc.open(target, embedding=vectors, ids=SequentialIds())
+                        try:
+                            start = time.perf_counter()
+                            rev = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t)
+                                                                         for t in texts[:n]))
+                            load_s = time.perf_counter() - start
+                            states = [("fresh", await measure(svc, rev, texts[:n], questions, vectors, backend, n,
+                                                              args.explain))]
+                            if args.maintain:
+                                report = await svc.maintain()
+                                print(f"  {backend} {n:,}: {' '.join(str(report).split())}", flush=True)
+                                states.append(("maintained", await measure(svc, rev, texts[:n], questions, vectors,
+                                                                           backend, n, False)))
+                        finally:
+                            await svc.close()
+                    for state, m in states:
+                        rows.append((profile, backend, n, state, load_s, rev.content_hash, m))
+                        print(f"  {profile:<7} {backend:<9} {n:>7,} {state:<10} load {load_s:7.1f} s | e2e "
+                              f"{m['e2e']:6.1f}/{m['e2e95']:6.1f} ms (embed {m['embed']:5.1f}) | search "
+                              f"{m['search']:6.1f}/{m['search95']:6.1f} ms | recall@{POOL} {m['recall']:.3f} "
+                              f"(min {m['recall_min']:.2f}) | load avg {os.getloadavg()[0]:.1f}", flush=True)
+    print(f"\nload average at end {os.getloadavg()}")
+    print("\n| profile | database | entries | state | e2e p50 / p95 ms | query embedding p50 ms | hybrid search "
+          "p50 / p95 ms (vector given) | vector recall@32 | load s | content hash |")
+    print("|---|---|---:|---|---:|---:|---:|---:|---:|---|")
+    for profile, backend, n, state, load_s, content_hash, m in rows:
+        print(f"| {profile} | {backend} | {n:,} | {state} | {m['e2e']:.1f} / {m['e2e95']:.1f} | {m['embed']:.1f} | "
+              f"{m['search']:.1f} / {m['search95']:.1f} | {m['recall']:.3f} | {load_s:.1f} | {content_hash[:12]} |")
 
 
 if __name__ == "__main__":
