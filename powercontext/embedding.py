@@ -155,7 +155,31 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-class SentenceTransformerEmbedding:
+class LocalEncoder:
+    """What a model run in this process shares: ``encode(texts, role)`` is synchronous
+    (and loads the model on first use, ``_load``); ``embed`` runs it on a worker thread
+    so the event loop keeps serving, and reports what it did."""
+
+    def encode(self, texts: Sequence[str], role: Role = "document") -> list[list[float]]:
+        raise NotImplementedError
+
+    def _load(self) -> Any:
+        raise NotImplementedError
+
+    def load(self) -> None:
+        """Load the model now (blocking) instead of on the first ``embed``."""
+        self._load()
+
+    async def embed(self, texts: tuple[str, ...], role: Role = "document") -> EmbeddingResult:
+        start = time.perf_counter()
+        vectors = await asyncio.to_thread(self.encode, texts, role)
+        return EmbeddingResult(
+            vectors=tuple(tuple(v) for v in vectors),
+            usage={"texts": len(texts), "role": role, "seconds": time.perf_counter() - start},
+        )
+
+
+class SentenceTransformerEmbedding(LocalEncoder):
     """A sentence-transformers model on the CPU, loaded lazily and offline.
 
     ``model_path=None`` uses the bundled all-MiniLM-L6-v2; any other local model path
@@ -191,10 +215,6 @@ class SentenceTransformerEmbedding:
         """Whether the first ``embed`` has already paid for loading the model (~5–10 s)."""
         return self._model is not None
 
-    def load(self) -> None:
-        """Load the model now (blocking) instead of on the first ``embed``."""
-        self._load()
-
     def _load(self):
         with self._lock:
             if self._model is None:
@@ -226,11 +246,3 @@ class SentenceTransformerEmbedding:
         except Exception as exc:
             raise EmbeddingUnavailableError(f"embedding failed: {exc}") from exc
         return array.tolist()
-
-    async def embed(self, texts: tuple[str, ...], role: Role = "document") -> EmbeddingResult:
-        start = time.perf_counter()
-        vectors = await asyncio.to_thread(self.encode, texts, role)
-        return EmbeddingResult(
-            vectors=tuple(tuple(v) for v in vectors),
-            usage={"texts": len(texts), "role": role, "seconds": time.perf_counter() - start},
-        )
