@@ -24,7 +24,7 @@ from ..model import (
 
 from .plans import Retrieval, RetrievalRequest
 from . import centroid
-from .specificity import support
+from .specificity import held_share, term_weights
 from .caches import ByteLRU
 from .rules import cosine_from_l2
 
@@ -154,9 +154,10 @@ class AuthoritativeRetrieval:
                 raise _HeadMoved(f"heads {heads} became {after}")
             manifests = {r.artifact_id: self._cached_revision_of_row(tx, r, revision_rows[r], "root")
                          for r in request.memories}
-            # document frequencies for the support signal: only a search that read the
-            # full-text rows has them
-            specific = None if df is None else (df, sum(m.active_count for m in manifests.values()))
+            # the support signal's term weights, once per search, from the document
+            # frequencies only a search that read the full-text rows has
+            specific = None if df is None else term_weights(
+                request.terms, df, sum(m.active_count for m in manifests.values()))
             channels = {name: self._authoritative(tx, name, rows, manifests, request, query_dot_centroid,
                                                   pooled if name == "fts" else None, specific)
                         for name, rows in raw.items()}
@@ -168,7 +169,7 @@ class AuthoritativeRetrieval:
         active, exact version, and a version row whose canonical bytes hash to the
         manifest's hash. Candidate text comes from the version row, not the index.
         ``pooled``: fts_pool's (row, pool_rank, matched terms) of the full-text rows;
-        ``specific``: (document frequencies, active entries) for ``support``."""
+        ``specific``: ``term_weights`` of the query for ``support`` (None: not measured)."""
         refs = {r.artifact_id: r for r in request.memories}
         versions = self._hashed_versions(tx, [row[2] for row in rows], reread=False)
         out: list[ChannelCandidate] = []
@@ -199,7 +200,7 @@ class AuthoritativeRetrieval:
                     channel, len(out) + 1, refs[memory_id], entry_id, version_id, content_hash, version.kind,
                     version.text, matched_terms=matched, query_term_count=len(request.terms), script=script,
                     query_script=query_script, pool_rank=pool_rank,
-                    support=None if specific is None else support(matched, request.terms, *specific),
+                    support=held_share(matched, specific),
                 ))
             else:
                 cosine = cosine_from_l2(float(signal))
@@ -210,7 +211,7 @@ class AuthoritativeRetrieval:
                     centred=None if query_dot_centroid is None else cosine - query_dot_centroid,
                     script=script, query_script=query_script,
                     covered=None if query_script is None else query_covered and profile.covers(script),
-                    support=None if held is None else support(held, request.terms, *specific),
+                    support=None if held is None else held_share(held, specific),
                 ))
         return tuple(out)
 

@@ -22,7 +22,7 @@ import math
 from collections import Counter
 from typing import Iterable, Mapping
 
-__all__ = ["idf", "support"]
+__all__ = ["held_share", "idf", "support", "term_weights"]
 
 
 def idf(df: int, n: int) -> float:
@@ -31,17 +31,30 @@ def idf(df: int, n: int) -> float:
     return math.log(1.0 + (max(n, df) - df + 0.5) / (df + 0.5))
 
 
-def support(held: Iterable[str], terms: tuple[str, ...], df: Mapping[str, int] | Counter, n: int) -> float | None:
-    """The IDF-weighted share of the query's distinct ``terms`` that a candidate holds
-    (``held``), in [0, 1], over the terms some searched entry holds; None when no
-    searched entry holds any of them.
+def term_weights(terms: tuple[str, ...], df: Mapping[str, int] | Counter, n: int) -> dict[str, float] | None:
+    """Each query term's share of the question's IDF mass, over the terms some searched
+    entry holds; None when no searched entry holds any of them. Once per search: every
+    candidate's support is then a sum over the terms it holds.
 
     A term no entry holds cannot tell candidates apart, and would weigh most of all
     (its IDF is the largest): question words ("which", "does") and words the memory
     never uses would swamp the ones that make the question specific."""
-    weights = {t: idf(df[t], n) for t in terms if df.get(t, 0) > 0}
-    if not weights:
-        return None
+    weights = {t: idf(df[t], n) for t in dict.fromkeys(terms) if df.get(t, 0) > 0}
     total = sum(weights.values())
-    held = set(held)
-    return sum(w for t, w in weights.items() if t in held) / total if total > 0 else None
+    if not weights or total <= 0:
+        return None
+    return {t: w / total for t, w in weights.items()}
+
+
+def held_share(held: Iterable[str], weights: Mapping[str, float] | None) -> float | None:
+    """The support of a candidate holding the terms ``held``, in [0, 1] (None: no weights)."""
+    if weights is None:
+        return None
+    return sum(weights.get(t, 0.0) for t in set(held))
+
+
+def support(held: Iterable[str], terms: tuple[str, ...], df: Mapping[str, int] | Counter, n: int) -> float | None:
+    """The IDF-weighted share of the query's distinct ``terms`` that a candidate holds
+    (``held``), in [0, 1], over the terms some searched entry holds; None when no
+    searched entry holds any of them."""
+    return held_share(held, term_weights(terms, df, n))
