@@ -112,6 +112,18 @@ class ProjectionRebuild:
 
     # ---------------------------------------------------------------- embedding migration
 
+    def check_migration_target(self, profile) -> None:
+        """Whether this database can move to ``profile`` (the service asks before it
+        spends minutes embedding; the migration itself asks again)."""
+        if self.embedding_profile is None:
+            raise CapabilityNotSupportedError(
+                "this database has no vector projection to migrate: open it with embedding=… to give it one")
+        if profile.dimension != self.embedding_profile.dimension:
+            raise InvalidMemoryRequestError(
+                f"{profile.profile_id!r} has {profile.dimension} dimensions and this database's vectors "
+                f"{self.embedding_profile.dimension}: a migration keeps the dimension; load the Memories into a "
+                "new database opened with that model instead")
+
     async def migrate_embedding(self, profile, vectors: Mapping[ArtifactRef, Mapping[str, tuple[str, Any]]]
                                 ) -> dict[str, int]:
         return await self._run(self._migrate_embedding_sync, profile, vectors)
@@ -126,14 +138,7 @@ class ProjectionRebuild:
         come from the old model). The vector column keeps its dimension: a profile
         of another dimension is refused (OceanBase's DDL commits on its own, so a
         column change could not be undone with the rows)."""
-        if self.embedding_profile is None:
-            raise CapabilityNotSupportedError(
-                "this database has no vector projection: open it with an embedding to give it one")
-        if profile.dimension != self.embedding_profile.dimension:
-            raise InvalidMemoryRequestError(
-                f"{profile.profile_id!r} has {profile.dimension} dimensions and this database's vectors "
-                f"{self.embedding_profile.dimension}: a migration keeps the dimension; load the Memories into a "
-                "new database opened with that model instead")
+        self.check_migration_target(profile)
         rebuilt: dict[str, int] = {}
         written = 0
         with self._transaction(write=True) as tx:

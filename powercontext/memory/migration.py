@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..embedding import embed_checked
-from ..errors import CapabilityNotSupportedError, InvalidMemoryRequestError
+from ..errors import InvalidMemoryRequestError
 from ..profiles import resolve
 from .admission import AdmissionPolicy
 
@@ -63,15 +63,8 @@ async def migrate_embedding(svc: Any, embedding: Any, batch_size: int = 64, prog
     if model is None:
         raise InvalidMemoryRequestError("migrate_embedding needs the model to move to, not None")
     backend = svc.backend
+    backend.check_migration_target(model.profile)  # before minutes of embedding, not after
     old = backend.embedding_profile
-    if old is None:
-        raise CapabilityNotSupportedError(
-            "this database has no vector projection to migrate: open it with embedding=… to give it one")
-    if model.profile.dimension != old.dimension:  # refused before minutes of embedding, not after
-        raise InvalidMemoryRequestError(
-            f"{model.profile.profile_id!r} has {model.profile.dimension} dimensions and this database's vectors "
-            f"{old.dimension}: a migration keeps the dimension; load the Memories into a new database opened "
-            "with that model instead")
     started = time.perf_counter()
     heads = {ref: await svc.entries(ref) for ref in await backend.list_memories()}
     texts = list(dict.fromkeys(e.text for active in heads.values() for e in active))  # embed each text once
