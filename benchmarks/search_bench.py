@@ -19,6 +19,8 @@ bundled corpora (limit 8):
 * ``recall``: the vector channel's top 32 against the exact top 32 of the searched
   Memory (numpy over the stored vectors), mean over the questions.
 
+On OceanBase each state is measured twice: as shipped (the two channel statements at
+once, on two connections) and with ``concurrent_channels`` off (one after the other).
 ``--maintain`` runs ``svc.maintain()`` after the load and measures again; ``--explain``
 prints OceanBase's plans of the channel statements at each size. Prints figures;
 asserts nothing.
@@ -114,6 +116,18 @@ async def measure(svc, rev, texts, questions, vectors, backend_name, n, explain)
                 recall=mean_recall, recall_min=min_recall)
 
 
+async def serially(svc, state: str, measured) -> list:
+    """OceanBase reads a hybrid search's two channels at once (oceanbase_search.py): the
+    same measurement with them read one after the other, for the difference."""
+    if not hasattr(svc.backend, "concurrent_channels"):
+        return []
+    svc.backend.concurrent_channels = False
+    try:
+        return [(state + ", channels serial", await measured())]
+    finally:
+        svc.backend.concurrent_channels = True
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profiles", default="minilm,e5")
@@ -146,11 +160,15 @@ async def main() -> None:
                             load_s = time.perf_counter() - start
                             states = [("fresh", await measure(svc, rev, texts[:n], questions, vectors, backend, n,
                                                               args.explain))]
+                            states += await serially(svc, "fresh", lambda: measure(svc, rev, texts[:n], questions,
+                                                                                    vectors, backend, n, False))
                             if args.maintain:
                                 report = await svc.maintain()
                                 print(f"  {backend} {n:,}: {' '.join(str(report).split())}", flush=True)
                                 states.append(("maintained", await measure(svc, rev, texts[:n], questions, vectors,
                                                                            backend, n, False)))
+                                states += await serially(svc, "maintained", lambda: measure(
+                                    svc, rev, texts[:n], questions, vectors, backend, n, False))
                         finally:
                             await svc.close()
                     for state, m in states:

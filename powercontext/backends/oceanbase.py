@@ -331,8 +331,10 @@ class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, ServerUpkeep, Po
         return None
 
     def _close_sync(self) -> None:
-        # Each worker thread owns a connection; all are listed here, so one call (on
-        # any worker) closes every one of them.
+        # Each worker thread owns a connection (so does each thread reading a search's
+        # vector channel); all are listed here, so one call (on any worker) closes every
+        # one of them, once no vector read is under way.
+        self._close_channel_executor()
         with self._connections_lock:
             for con in self._connections:
                 with contextlib.suppress(Exception):

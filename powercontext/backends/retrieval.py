@@ -128,10 +128,9 @@ class AuthoritativeRetrieval:
                         )
             # The two channel queries back to back, the Python on their rows after: run
             # between them it made the second one slower (caches), ~0.3 ms at 1k entries.
-            fts_rows = None
-            if "fts" in request.channels and request.terms:
-                fts_rows = self._fts_query(tx, ids, request.terms, fts_fetch_size(request.pool))
-            vector_rows = self._vector_query(tx, ids, request.query_vector, request.pool) if vector else None
+            fts_rows, vector_rows = self._channel_rows(
+                tx, ids, request.terms if "fts" in request.channels and request.terms else None,
+                request.query_vector if vector else None, request.pool)
             if fts_rows is not None:
                 df = Counter()
                 pooled = fts_pool(fts_rows, request.terms, request.pool, df)
@@ -163,6 +162,16 @@ class AuthoritativeRetrieval:
                                                   pooled if name == "fts" else None, specific)
                         for name, rows in raw.items()}
         return Retrieval(memories=request.memories, terms=request.terms, channels=channels)
+
+    def _channel_rows(self, tx, ids, terms, query_vector, pool):
+        """(full-text rows or None, vector rows or None) of the selected Memories, read
+        in this transaction one after the other. ``terms`` None: no full-text read;
+        ``query_vector`` None: no vector read. What the rows say is checked afterwards
+        (the heads re-read, each candidate against the verified manifest), so a backend
+        may read a channel on another connection (oceanbase_search.py)."""
+        fts_rows = None if terms is None else self._fts_query(tx, ids, terms, fts_fetch_size(pool))
+        vector_rows = None if query_vector is None else self._vector_query(tx, ids, query_vector, pool)
+        return fts_rows, vector_rows
 
     def _authoritative(self, tx, channel, rows, manifests, request, query_dot_centroid=None,
                        pooled=None, specific=None) -> tuple[ChannelCandidate, ...]:
