@@ -22,6 +22,7 @@ asserts nothing; an option the server refuses is printed with its error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import tempfile
@@ -69,6 +70,33 @@ def connect(url: str, database: str | None = None):
     return con
 
 
+@contextlib.contextmanager
+def scratch_database(prefix: str, name: str):
+    """(scratch directory, a connection to a new database ``name``) on a seekdb of its own."""
+    with bench_dirs.workspace(prefix) as (work, url):
+        admin = connect(url)
+        with admin.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {name}")
+        admin.close()
+        con = connect(url, name)
+        try:
+            yield work, con
+        finally:
+            con.close()
+
+
+def timed_steps(con, steps) -> tuple[float, str]:
+    """Run each (label, step(cursor)) and commit it; (total seconds, "label 1.2 s; …")."""
+    start, parts = time.perf_counter(), []
+    with con.cursor() as cur:
+        for label, step in steps:
+            t = time.perf_counter()
+            step(cur)
+            con.commit()
+            parts.append(f"{label} {time.perf_counter() - t:.1f} s")
+    return time.perf_counter() - start, "; ".join(parts)
+
+
 def insert(cur, name: str, data: list[tuple], batch: int) -> None:
     marks = "(%s, %s, %s, %s, %s, %s)"
     for i in range(0, len(data), batch):
@@ -101,26 +129,14 @@ def main() -> None:
     print(f"machine: {pb.machine()}; load average {os.getloadavg()[0]:.1f}; {args.n:,} head rows, "
           f"batches of {args.batch}", flush=True)
     results = []
-    with bench_dirs.workspace("pc-bulk-") as (work, url):
-        admin = connect(url)
-        with admin.cursor() as cur:
-            cur.execute("CREATE DATABASE bulk")
-        admin.close()
-        con = connect(url, "bulk")
+    with scratch_database("pc-bulk-", "bulk") as (work, con):
 
         def timed(label, steps, name):
             try:
-                start = time.perf_counter()
-                parts = []
+                total, parts = timed_steps(con, steps)
                 with con.cursor() as cur:
-                    for step_label, step in steps:
-                        t = time.perf_counter()
-                        step(cur)
-                        con.commit()
-                        parts.append(f"{step_label} {time.perf_counter() - t:.1f} s")
-                    total = time.perf_counter() - start
                     outcome = check(cur, name, args.n, probe)
-                results.append((label, f"{total:.1f}", "; ".join(parts), outcome))
+                results.append((label, f"{total:.1f}", parts, outcome))
             except Exception as exc:  # noqa: BLE001 - the server's refusal is the figure
                 con.rollback()
                 results.append((label, "refused", type(exc).__name__, str(exc)[:160]))
@@ -149,7 +165,6 @@ def main() -> None:
             ("load data", lambda c: c.execute(f"LOAD DATA /*+ direct(true, 0) */ LOCAL INFILE '{tsv}' INTO TABLE h_load "
                                               f"FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n' ({COLUMNS})"))],
               "h_load")
-        con.close()
     print("\n| option | seconds | steps | check |")
     print("|---|---:|---|---|")
     for r in results:

@@ -31,9 +31,8 @@ import time
 
 import numpy as np
 
-import bench_dirs
 import perf_bench as pb
-from bulk_load_bench import FULLTEXT, ID, TEXT, connect
+from bulk_load_bench import FULLTEXT, ID, TEXT, scratch_database
 from powercontext import analyzer
 
 
@@ -128,12 +127,7 @@ def main() -> None:
     queries = [q for q in queries if q]
     print(f"machine: {pb.machine()}; load average {os.getloadavg()[0]:.1f}; {len(queries)} queries", flush=True)
     report = []
-    with bench_dirs.workspace("pc-fts-") as (work, url):
-        admin = connect(url)
-        with admin.cursor() as cur:
-            cur.execute("CREATE DATABASE fts")
-        admin.close()
-        con = connect(url, "fts")
+    with scratch_database("pc-fts-", "fts") as (_, con):
         for n in sizes:
             rows = [("mem_art_bench", f"mem_ent_{i:08d}", searchable[i]) for i in range(n)]
             table = f"heads_{n}"  # a table per size: seekdb answered 4016 "Internal error" to the
@@ -168,7 +162,6 @@ def main() -> None:
                         + f" | {statistics.median(t['matches']):,.0f} | {t['fit']}")
                 report.append(line)
                 print("  " + line, flush=True)
-        con.close()
     print("\n| rows | state | " + " | ".join(f"LIMIT {d} p50 ms" for d in depths)
           + " | matching rows p50 | time of the deepest against matching rows |")
     print("|---:|---|" + "---:|" * len(depths) + "---:|---|")

@@ -33,9 +33,8 @@ import time
 
 import numpy as np
 
-import bench_dirs
 import perf_bench as pb
-from bulk_load_bench import COLUMNS, FULLTEXT, ID, TEXT, connect, insert
+from bulk_load_bench import FULLTEXT, ID, TEXT, insert, scratch_database, timed_steps
 from model_vectors import CorpusVectors
 from powercontext.backends.oceanbase_search import VECTOR_MARGIN
 
@@ -100,23 +99,12 @@ def main() -> None:
     print(f"machine: {pb.machine()}; load average {os.getloadavg()[0]:.1f}; {args.n:,} head rows, "
           f"{vectors.profile.profile_id} vectors ({vectors.profile.dimension}-d)", flush=True)
     results = []
-    with bench_dirs.workspace("pc-hnsw-") as (work, url):
-        admin = connect(url)
-        with admin.cursor() as cur:
-            cur.execute("CREATE DATABASE hnsw")
-        admin.close()
-        con = connect(url, "hnsw")
+    with scratch_database("pc-hnsw-", "hnsw") as (_, con):
 
         def run(label: str, name: str, steps) -> None:
             try:
-                parts_s, start = [], time.perf_counter()
+                total, parts_s = timed_steps(con, steps)
                 with con.cursor() as cur:
-                    for step_label, step in steps:
-                        t = time.perf_counter()
-                        step(cur)
-                        con.commit()
-                        parts_s.append(f"{step_label} {time.perf_counter() - t:.1f} s")
-                    total = time.perf_counter() - start
                     measured = [recall(cur, name, matrix, queries, int(ef)) for ef in args.ef_search.split(",")]
                     if args.compact:
                         cur.execute("ALTER SYSTEM MINOR FREEZE")
@@ -126,7 +114,7 @@ def main() -> None:
                         measured += ["compacted, " + recall(cur, name, matrix, queries, int(ef))
                                      for ef in args.ef_search.split(",")]
                     cur.execute(f"DROP TABLE {name}")
-                results.append((label, f"{total:.1f}", "; ".join(parts_s), "<br>".join(measured)))
+                results.append((label, f"{total:.1f}", parts_s, "<br>".join(measured)))
             except Exception as exc:  # noqa: BLE001 - the server's refusal is the figure
                 con.rollback()
                 results.append((label, "refused", type(exc).__name__, str(exc)[:160]))
@@ -147,7 +135,6 @@ def main() -> None:
                     "WITH PARSER SPACE PARSER_PROPERTIES=(min_token_size=1)")),
                 ("vector index", lambda c: c.execute(
                     "CREATE /*+ PARALLEL(2) */ VECTOR INDEX vidx_h_par ON h_par (embedding) WITH (distance=L2, type=hnsw)"))])
-        con.close()
     print(f"\n| setting | load seconds | steps | recall@{POOL} (worst question), statement p50 |")
     print("|---|---:|---|---|")
     for r in results:
