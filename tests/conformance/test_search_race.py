@@ -11,33 +11,56 @@ import pytest
 import powercontext as pc
 
 
-async def test_commit_during_search_never_yields_silently_empty_hits(open_service, backend_name, monkeypatch):
-    svc = await open_service()
+def forgets_once_then_reads(read, forget, loop, threads):
+    """``read`` (a channel statement) that first lets ``forget`` (another service's commit
+    moving the head) land, once; each call notes its thread in ``threads``."""
+    fired = []
+
+    def wrapped(tx, ids, query, k):
+        threads.append(threading.get_ident())
+        if not fired:
+            fired.append(True)
+            asyncio.run_coroutine_threadsafe(forget(), loop).result(timeout=30)
+        return read(tx, ids, query, k)
+    return wrapped, fired
+
+
+async def search_while_the_head_moves(open_service, backend_name, monkeypatch, mode, statement, **options):
+    """Search one entry by ``mode`` while another service forgets it during the search's
+    ``statement`` (``_fts_query`` or ``_vector_query``). Returns the threads each channel
+    statement ran on: {"_fts_query": [...], "_vector_query": [...]}."""
+    svc = await open_service(**options)
     rev = await svc.remember(None, entries=(pc.MemoryEntryInput("fact", "the build cache lives in ~/.cache/atlas"),))
     (entry,) = await svc.entries(rev)
     target = svc.backend.path if backend_name == "sqlite" else svc.backend.url
-    other = await pc.open(target)  # a second connection, as another process would have
-    loop = asyncio.get_running_loop()
-    real_query = svc.backend._fts_query
+    other = await pc.open(target, **options)  # a second connection, as another process would have
+    threads = {"_fts_query": [], "_vector_query": []}
     fired = []
-
-    def query_after_concurrent_forget(tx, ids, terms, k):
-        if not fired:
-            fired.append(True)
-            asyncio.run_coroutine_threadsafe(other.forget(rev, entries=(entry,)), loop).result(timeout=30)
-        return real_query(tx, ids, terms, k)
-
-    monkeypatch.setattr(svc.backend, "_fts_query", query_after_concurrent_forget)
+    for name in threads:
+        real = getattr(svc.backend, name)
+        if name == statement:
+            wrapped, fired = forgets_once_then_reads(real, lambda: other.forget(rev, entries=(entry,)),
+                                                     asyncio.get_running_loop(), threads[name])
+        else:
+            def wrapped(tx, ids, query, k, real=real, seen=threads[name]):
+                seen.append(threading.get_ident())
+                return real(tx, ids, query, k)
+        monkeypatch.setattr(svc.backend, name, wrapped)
     try:
         if backend_name == "sqlite":
-            res = await svc.search("build cache", memories=(rev,), mode="fts")
+            res = await svc.search("build cache", memories=(rev,), mode=mode)
             assert [h.entry_id for h in res] == [entry.entry_id]  # consistent with Revision 1
         else:
             with pytest.raises(pc.RevisionConflictError, match="no longer the head"):
-                await svc.search("build cache", memories=(rev,), mode="fts")
+                await svc.search("build cache", memories=(rev,), mode=mode)
         assert fired and (await svc.head(rev.artifact_id)).revision == 2
     finally:
         await other.close()
+    return threads
+
+
+async def test_commit_during_search_never_yields_silently_empty_hits(open_service, backend_name, monkeypatch):
+    await search_while_the_head_moves(open_service, backend_name, monkeypatch, "fts", "_fts_query")
 
 
 async def test_a_commit_during_the_vector_read_is_seen_as_in_a_full_text_read(open_service, backend_name, monkeypatch,
@@ -46,41 +69,8 @@ async def test_a_commit_during_the_vector_read_is_seen_as_in_a_full_text_read(op
     beside the full-text statement (oceanbase_search._channel_rows). A commit that lands
     during that read is caught by the same heads re-read as one during the full-text
     statement: a conflict on OceanBase, hits of the requested Revision on SQLite."""
-    svc = await open_service(embedding=minilm)
-    rev = await svc.remember(None, entries=(pc.MemoryEntryInput("fact", "the build cache lives in ~/.cache/atlas"),))
-    (entry,) = await svc.entries(rev)
-    target = svc.backend.path if backend_name == "sqlite" else svc.backend.url
-    other = await pc.open(target, embedding=minilm)
-    loop = asyncio.get_running_loop()
-    real_query = svc.backend._vector_query
-    fired, threads = [], []
-
-    def vector_read_after_concurrent_forget(tx, ids, vector, k):
-        threads.append(threading.get_ident())
-        if not fired:
-            fired.append(True)
-            asyncio.run_coroutine_threadsafe(other.forget(rev, entries=(entry,)), loop).result(timeout=30)
-        return real_query(tx, ids, vector, k)
-
-    real_fts = svc.backend._fts_query
-
-    def fts_read(tx, ids, terms, k):
-        threads.append(("fts", threading.get_ident()))
-        return real_fts(tx, ids, terms, k)
-
-    monkeypatch.setattr(svc.backend, "_vector_query", vector_read_after_concurrent_forget)
-    monkeypatch.setattr(svc.backend, "_fts_query", fts_read)
-    try:
-        if backend_name == "sqlite":
-            res = await svc.search("build cache", memories=(rev,), mode="hybrid")
-            assert [h.entry_id for h in res] == [entry.entry_id]  # consistent with Revision 1
-        else:
-            with pytest.raises(pc.RevisionConflictError, match="no longer the head"):
-                await svc.search("build cache", memories=(rev,), mode="hybrid")
-        assert fired and (await svc.head(rev.artifact_id)).revision == 2
-        vector_threads = {t for t in threads if not isinstance(t, tuple)}
-        fts_threads = {t[1] for t in threads if isinstance(t, tuple)}
-        # OceanBase: the two statements on two threads (two connections); SQLite: one
-        assert (vector_threads.isdisjoint(fts_threads)) == (backend_name == "oceanbase")
-    finally:
-        await other.close()
+    threads = await search_while_the_head_moves(open_service, backend_name, monkeypatch, "hybrid", "_vector_query",
+                                                embedding=minilm)
+    # OceanBase: the two statements on two threads (two connections); SQLite: one
+    assert threads["_fts_query"] and threads["_vector_query"]
+    assert set(threads["_fts_query"]).isdisjoint(threads["_vector_query"]) == (backend_name == "oceanbase")
