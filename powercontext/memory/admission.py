@@ -328,12 +328,27 @@ def _cross_script(candidate: ChannelCandidate) -> bool:
             and candidate.script != candidate.query_script)
 
 
-def _decide_fts(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bool) -> AdmissionDecision:
+def _fts_verdict(candidate: ChannelCandidate, policy: AdmissionPolicy,
+                 hybrid: bool) -> tuple[bool, int, bool, bool | None]:
+    """The full-text rule: (admitted, distinct terms needed, whether the cross-script
+    rule was asked, whether the support floor held — None where none applies).
+    ``_decide_fts`` words it; ``admitted`` needs only the verdict."""
     n = candidate.query_term_count
     matched = len(candidate.matched_terms)
     need = policy.required_terms(n, hybrid)
     ok = n > 0 and matched >= need
-    reason = f"matched {matched}/{n} terms, needs {need}"
+    cross = not ok and policy.cross_script_min_terms is not None and _cross_script(candidate)
+    if cross:
+        ok = n > 0 and matched >= policy.cross_script_min_terms
+    floor = policy.fts_min_support
+    held = None if floor is None or candidate.support is None else candidate.support >= floor
+    return ok and held is not False, need, cross, held
+
+
+def _decide_fts(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bool) -> AdmissionDecision:
+    ok, need, cross, held = _fts_verdict(candidate, policy, hybrid)
+    n = candidate.query_term_count
+    reason = f"matched {len(candidate.matched_terms)}/{n} terms, needs {need}"
     if n > policy.short_query_terms:
         terms, coverage = policy.fts_floors(hybrid)
         prefix = "hybrid_" if policy.fts_floors(hybrid) != policy.fts_floors() else ""
@@ -343,15 +358,12 @@ def _decide_fts(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bo
             reason += f" (all {n}: {prefix}fts_min_terms={terms} exceeds the query's terms)"
         else:
             reason += f" ({prefix}fts_min_terms={terms}, {prefix}fts_min_coverage={coverage:g})"
-    if not ok and policy.cross_script_min_terms is not None and _cross_script(candidate):
-        ok = n > 0 and matched >= policy.cross_script_min_terms
+    if cross:
         reason += (f"; {candidate.script} entry for a {candidate.query_script} query needs "
                    f"{policy.cross_script_min_terms} (cross_script_min_terms)")
-    floor = policy.fts_min_support
-    if floor is not None and candidate.support is not None:
-        held = candidate.support >= floor
-        ok = ok and held
-        reason += f"; support {candidate.support:.2f} {'≥' if held else '<'} fts_min_support={floor:g}"
+    if held is not None:
+        reason += (f"; support {candidate.support:.2f} {'≥' if held else '<'} "
+                   f"fts_min_support={policy.fts_min_support:g}")
     return AdmissionDecision(candidate, ok, reason)
 
 
@@ -362,18 +374,24 @@ def topic_only(candidate: ChannelCandidate, policy: AdmissionPolicy) -> bool:
     return floor is not None and value is not None and 0.0 < value < floor
 
 
-def _decide_vector(candidate: ChannelCandidate, policy: AdmissionPolicy) -> AdmissionDecision:
+# (signal, value, threshold, the parameter that set it)
+_Check = tuple[str, "float | None", float, str]
+
+
+def _vector_verdict(candidate: ChannelCandidate,
+                    policy: AdmissionPolicy) -> tuple[bool, str | None, list[_Check], bool, bool]:
+    """The vector rule: (admitted, why it was refused before any threshold — "no cosine"
+    or "uncovered", else None —, the threshold checks, whether the uncovered threshold
+    replaced the usual one, whether the topic-only rule refused it). ``_decide_vector``
+    words it; ``admitted`` needs only the verdict."""
     cos = candidate.cosine
     if cos is None:
-        return AdmissionDecision(candidate, False, "no cosine: the candidate has no vector signal")
+        return False, "no cosine", [], False, False
     uncovered = candidate.covered is False
     if uncovered and policy.vector_uncovered == "refuse":
-        return AdmissionDecision(candidate, False, (
-            f"the embedding profile does not cover this {candidate.query_script} query / {candidate.script} "
-            "entry (vector_uncovered='refuse')"))
+        return False, "uncovered", [], False, False
     rethreshold = uncovered and not isinstance(policy.vector_uncovered, str)
-    # (signal, value, threshold, the parameter that set it)
-    checks: list[tuple[str, float | None, float, str]] = []
+    checks: list[_Check] = []
     if policy.vector_min_centred is None:
         checks.append(("cosine", cos, *((policy.vector_uncovered, "vector_uncovered") if rethreshold
                                         else (policy.vector_min_cosine, "vector_min_cosine"))))
@@ -382,20 +400,30 @@ def _decide_vector(candidate: ChannelCandidate, policy: AdmissionPolicy) -> Admi
             checks.append(("cosine", cos, policy.vector_min_cosine, "vector_min_cosine"))
         checks.append(("centred", candidate.centred, *((policy.vector_uncovered, "vector_uncovered") if rethreshold
                                                        else (policy.vector_min_centred, "vector_min_centred"))))
-    parts, ok = [], True
+    ok = all(value is not None and value >= threshold for _, value, threshold, _ in checks)
+    topic = topic_only(candidate, policy)
+    return ok and not topic, None, checks, rethreshold, topic
+
+
+def _decide_vector(candidate: ChannelCandidate, policy: AdmissionPolicy) -> AdmissionDecision:
+    ok, refused, checks, rethreshold, topic = _vector_verdict(candidate, policy)
+    if refused == "no cosine":
+        return AdmissionDecision(candidate, False, "no cosine: the candidate has no vector signal")
+    if refused == "uncovered":
+        return AdmissionDecision(candidate, False, (
+            f"the embedding profile does not cover this {candidate.query_script} query / {candidate.script} "
+            "entry (vector_uncovered='refuse')"))
+    parts = []
     for name, value, threshold, parameter in checks:
         if value is None:
-            ok = False
             parts.append(f"no {name} signal")
             continue
         passed = value >= threshold
-        ok = ok and passed
         parts.append(f"{name} {value:.3f} {'≥' if passed else '<'} {parameter}={threshold:g}")
     reason = ", ".join(parts)
     if rethreshold:
         reason += " (outside the embedding profile's scripts)"
-    if topic_only(candidate, policy):
-        ok = False
+    if topic:
         reason += (f"; holds the topic, not the question's specific terms: support {candidate.support:.2f} < "
                    f"vector_min_support={policy.vector_min_support:g}")
     return AdmissionDecision(candidate, ok, reason)
@@ -409,6 +437,16 @@ def decide(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bool = 
         return _decide_fts(candidate, policy, hybrid)
     if candidate.channel == "vector":
         return _decide_vector(candidate, policy)
+    raise ValueError(f"unknown channel {candidate.channel!r}")
+
+
+def admitted(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bool = False) -> bool:
+    """``decide(...).admitted`` without wording the reason: what every search asks of
+    each candidate, and the harness's per-policy evaluation of every candidate."""
+    if candidate.channel == "fts":
+        return _fts_verdict(candidate, policy, hybrid)[0]
+    if candidate.channel == "vector":
+        return _vector_verdict(candidate, policy)[0]
     raise ValueError(f"unknown channel {candidate.channel!r}")
 
 
@@ -455,7 +493,7 @@ def admit(
         return {name: () for name in channels}
     hybrid = is_hybrid(channels)
     return {
-        name: tuple(c for c in candidates if decide(c, policy, hybrid).admitted)
+        name: tuple(c for c in candidates if admitted(c, policy, hybrid))
         for name, candidates in channels.items()
     }
 

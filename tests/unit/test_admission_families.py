@@ -250,3 +250,29 @@ def test_the_fts_reason_says_which_floor_set_the_terms_needed():
     assert not d.admitted and d.reason == "matched 3/4 terms, needs 4 (all 4: fts_min_terms=5 exceeds the query's terms)"
     (d,) = admission.explain({"fts": [fts("a", 1, 3, 10)]}, AdmissionPolicy.floors(fts_min_terms=3, fts_min_coverage=0.3))
     assert d.reason == "matched 3/10 terms, needs 3 (fts_min_terms=3, fts_min_coverage=0.3)"
+
+
+# ------------------------------------------------------------------- the verdict without words
+
+maybe = st.one_of(st.none(), signals)
+scripts = st.sampled_from(["latin", "cjk", "other", "none", None])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 8), st.integers(0, 8), maybe, maybe, st.one_of(st.none(), st.booleans()), maybe, scripts, scripts,
+       st.sampled_from([None, 0.31]), st.sampled_from([None, 2]), st.sampled_from(["admit", "refuse", 0.4]),
+       st.sampled_from([None, 0.2]), st.sampled_from([None, 0.3]), st.booleans())
+def test_admitted_is_decide_without_the_reason(matched, n, cosine, centred, covered, support, script, query_script,
+                                               min_centred, cross, uncovered, fts_support, vector_support, hybrid):
+    """Search and the harness ask ``admitted`` (no reason worded); explain asks
+    ``decide``. One rule: the two agree for every family and every signal."""
+    p = AdmissionPolicy(vector_min_centred=min_centred, cross_script_min_terms=cross, vector_uncovered=uncovered,
+                        fts_min_support=fts_support, vector_min_support=vector_support)
+    f = ChannelCandidate("fts", 1, REF, "f", "v_f", "0" * 64, "fact", "f",
+                         matched_terms=tuple(f"t{i}" for i in range(min(matched, n))), query_term_count=n,
+                         script=script, query_script=query_script, support=None if support is None else abs(support))
+    v = ChannelCandidate("vector", 1, REF, "v", "v_v", "0" * 64, "fact", "v", cosine=cosine, centred=centred,
+                         covered=covered, script=script, query_script=query_script,
+                         support=None if support is None else abs(support))
+    for c in (f, v):
+        assert admission.admitted(c, p, hybrid) == admission.decide(c, p, hybrid).admitted
