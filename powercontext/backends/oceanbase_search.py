@@ -10,6 +10,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
+from ..errors import ServiceClosedError
 from .oceanbase_heads import _marks, vector_literal
 from .retrieval import fts_fetch_size
 
@@ -24,6 +25,7 @@ class HeadSearch:
     _vector_column: bool = False
     _channel_pool: ThreadPoolExecutor | None = None
     _channel_pool_lock = threading.Lock()
+    _channel_pool_closed = False
     # False: a hybrid search reads its channels one after the other on one connection
     # (a server with one core gains nothing from two statements at once)
     concurrent_channels: bool = True
@@ -58,6 +60,8 @@ class HeadSearch:
         """Threads for the vector statements of concurrent searches, one connection each
         (as many as the backend's workers, so no search waits for another's)."""
         with self._channel_pool_lock:
+            if self._channel_pool_closed:  # a search racing close(): no new connection after it
+                raise ServiceClosedError(f"{self.name} backend is closed: open the database again")
             if self._channel_pool is None:
                 self._channel_pool = ThreadPoolExecutor(max_workers=self.max_workers,
                                                         thread_name_prefix=f"pc-{self.name}-vector")
@@ -65,7 +69,7 @@ class HeadSearch:
 
     def _close_channel_executor(self) -> None:
         with self._channel_pool_lock:
-            pool, self._channel_pool = self._channel_pool, None
+            pool, self._channel_pool, self._channel_pool_closed = self._channel_pool, None, True
         if pool is not None:
             pool.shutdown(wait=True)
 

@@ -74,3 +74,21 @@ async def test_a_commit_during_the_vector_read_is_seen_as_in_a_full_text_read(op
     # OceanBase: the two statements on two threads (two connections); SQLite: one
     assert threads["_fts_query"] and threads["_vector_query"]
     assert set(threads["_fts_query"]).isdisjoint(threads["_vector_query"]) == (backend_name == "oceanbase")
+
+
+async def test_a_closed_backend_opens_no_connection_for_a_late_vector_read(open_service, backend_name, minilm):
+    """A search that races close() must not open a connection for its vector read after
+    every connection was closed (on OceanBase it would stay open until the process ends);
+    a search after close() is refused with the library's error on both databases."""
+    svc = await open_service(embedding=minilm)
+    rev = await svc.remember(None, entries=(pc.MemoryEntryInput("fact", "the build cache lives in ~/.cache/atlas"),))
+    assert len(await svc.search("build cache", memories=(rev,), mode="hybrid")) == 1
+    backend = svc.backend
+    await svc.close()
+    with pytest.raises(pc.ServiceClosedError):
+        await svc.search("build cache", memories=(rev,), mode="hybrid")
+    if backend_name == "oceanbase":
+        assert backend._connections == []
+        with pytest.raises(pc.ServiceClosedError):
+            backend._channel_executor()  # what a search that passed the open check before close() reaches
+        assert backend._connections == []
