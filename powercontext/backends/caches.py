@@ -125,6 +125,21 @@ class ByteLRU:
             self._items.move_to_end(key)
             return item[0]
 
+    def get_many(self, keys: Iterable[Hashable]) -> dict[Hashable, Any]:
+        """``{key: value}`` of the keys held, under one lock: a search looks up ~64
+        candidates' versions and scripts, and a lock per key cost it ~25 µs a cache."""
+        out = {}
+        with self._lock:
+            items, touch, big = self._items, self._items.move_to_end, self._oversize
+            for key in keys:
+                item = items.get(key)
+                if item is not None:
+                    touch(key)
+                    out[key] = item[0]
+                elif big is not None and big[0] == key:
+                    out[key] = big[1]
+        return out
+
     def put(self, key: Hashable, value: Any, nbytes: int) -> None:
         with self._lock:
             old = self._items.pop(key, None)

@@ -189,6 +189,7 @@ class AuthoritativeRetrieval:
         profile = self.embedding_profile
         query_covered = not fts and query_script is not None and profile.covers(query_script)
         wanted = frozenset(request.terms)
+        scripts = self._scripts_of([row[text_at] for row in rows])
         for index, row in enumerate(rows):
             memory_id, entry_id, version_id, content_hash, signal = row[:5]
             manifest = manifests.get(memory_id)
@@ -201,9 +202,7 @@ class AuthoritativeRetrieval:
                     or version_hash != content_hash):
                 continue
             stored_text = row[text_at]
-            # The script of the entry as its stored analyzer tokens show it: no
-            # re-analysis of candidate texts on the search path.
-            script = self._script_of(stored_text)
+            script = scripts[stored_text]
             if fts:
                 _, pool_rank, matched = pooled[index]
                 out.append(ChannelCandidate(
@@ -225,15 +224,18 @@ class AuthoritativeRetrieval:
                 ))
         return tuple(out)
 
-    def _script_of(self, searchable_text: str) -> str:
-        """``analyzer.script_of_tokens`` of a stored searchable_text, cached by that
-        exact text (a function of it alone): a hybrid search asks it of ~64 candidates,
-        which cost more than the vector query at 1k entries."""
-        script = self.script_cache.get(searchable_text)
-        if script is None:
-            script = analyzer.script_of_tokens(searchable_text.split())
-            self.script_cache.put(searchable_text, script, 2 * len(searchable_text) + 120)
-        return script
+    def _scripts_of(self, searchable_texts: list[str]) -> dict[str, str]:
+        """``analyzer.script_of_tokens`` of each stored searchable_text — the entry's
+        script as its stored analyzer tokens show it, no re-analysis of candidate texts
+        on the search path — cached by that exact text (a function of it alone): a
+        hybrid search asks it of ~64 candidates, which cost more than the vector query
+        at 1k entries."""
+        scripts = self.script_cache.get_many(searchable_texts)
+        for text in searchable_texts:
+            if text not in scripts:
+                scripts[text] = analyzer.script_of_tokens(text.split())
+                self.script_cache.put(text, scripts[text], 2 * len(text) + 120)
+        return scripts
 
     # ---------------------------------------------------------------- vectors
 

@@ -41,10 +41,7 @@ class VersionRows:
         ids = list(dict.fromkeys(version_ids))
         out: dict[str, tuple[MemoryEntryVersion, str]] = {}
         if not reread:
-            for version_id in ids:
-                cached = self.version_cache.get(version_id)
-                if cached is not None:
-                    out[version_id] = cached[1]
+            out = {version_id: cached[1] for version_id, cached in self.version_cache.get_many(ids).items()}
             ids = [i for i in ids if i not in out]
         for part in self._in_lists(ids):
             for row in self._read_versions(tx, part):

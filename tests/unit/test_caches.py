@@ -21,6 +21,19 @@ def test_evicts_least_recently_used_to_stay_within_bytes():
     assert cache.get("b") is None and len(cache) == 1
 
 
+def test_get_many_answers_as_get_would_and_counts_as_a_use():
+    """A search's batch lookup (one lock for ~64 keys): the held keys with their values,
+    the oversize item included, a missing key left out; each key found becomes recent."""
+    cache = ByteLRU(100, keep_oversize=True)
+    for key in "abc":
+        cache.put(key, key.upper(), 30)
+    cache.put("big", "BIG", 500)
+    assert cache.get_many(["a", "big", "zz", "c"]) == {"a": "A", "big": "BIG", "c": "C"}
+    cache.put("d", "D", 30)  # b is now the least recently used, not a
+    assert cache.get("b") is None and cache.get_many("acd") == {"a": "A", "c": "C", "d": "D"}
+    assert cache.get_many([]) == {}
+
+
 def test_budget_from_env(monkeypatch):
     monkeypatch.setenv("PC_TEST_BUDGET_MB", "2.5")
     assert budget_from_env("PC_TEST_BUDGET_MB", 64) == int(2.5 * 2**20)
