@@ -13,6 +13,9 @@ from ..errors import MaintenanceNotPermittedError
 from .maintenance import MaintenanceStep
 
 POLL_S = 1.0
+# Seconds without a newer freeze showing, the compaction idle, before MAJOR FREEZE is
+# asked again (a freeze shows within a second or two when nothing else runs).
+REFREEZE_S = 15.0
 # MySQL codes of a refused privilege: 1227 (needs a privilege), 1044 (database), 1142 (table),
 # 1045 (account), 1370 (routine)
 ACCESS_DENIED = {1227, 1044, 1142, 1045, 1370}
@@ -32,13 +35,26 @@ class ServerUpkeep:
         yield MaintenanceStep("minor freeze, frozen memtables dumped", time.monotonic() - started,
                               "" if dumped else "the dump was not seen (no access to the views, or the deadline)")
         started = time.monotonic()
+        # A major compaction already under way (the server starts one by itself once a
+        # bulk load's dumps reach major_compact_trigger) must end first: a MAJOR FREEZE
+        # issued while one is pending or running is accepted and merged into it, so no
+        # newer freeze ever showed and the wait ran to the deadline (seekdb, a 10k load:
+        # 893 s). That one may also have begun before the dump this one is for.
+        self._wait_until(lambda cur: self._major_state(cur)[2] in ("IDLE", ""), deadline)
         frozen = self._major_state()[0]
         self._alter_system("MAJOR FREEZE")
+        asked = [time.monotonic()]
 
         def compacted(cur) -> bool:
             now_frozen, last, status = self._major_state(cur)
-            return now_frozen is not None and frozen is not None and now_frozen > frozen and last >= now_frozen \
-                and status == "IDLE"
+            if now_frozen is not None and frozen is not None and now_frozen > frozen:
+                return last >= now_frozen and status == "IDLE"
+            if status == "IDLE" and time.monotonic() - asked[0] > REFREEZE_S:
+                # still no newer freeze: one the server began between the wait above and
+                # ours swallowed it; ask again
+                cur.execute("ALTER SYSTEM MAJOR FREEZE")
+                asked[0] = time.monotonic()
+            return False
         done = self._wait_until(compacted, deadline)
         yield MaintenanceStep("major freeze, compaction done", time.monotonic() - started,
                               "" if done else "the compaction's end was not seen (no access to the views, or the deadline)")

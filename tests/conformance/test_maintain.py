@@ -3,6 +3,7 @@ after until they settle, and a typed refusal where the account may not compact."
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from urllib.parse import quote, urlparse, urlunparse
 
@@ -48,6 +49,33 @@ async def test_maintain_runs_the_upkeep_and_times_searches_until_they_settle(ope
     assert "search probe" in str(report)
     assert [(h.entry_id, h.score) for h in (await svc.search(**query)).hits] == before
     assert (await svc.verify(rev)).ok
+
+
+async def test_maintain_waits_out_a_compaction_the_server_began_by_itself(oceanbase_url):
+    """A bulk load's dumps can start a major compaction by themselves (major_compact_trigger);
+    a MAJOR FREEZE asked while it runs is merged into it, and maintain() waited for a newer
+    freeze until its timeout. It waits for the running one to end, then compacts: its own
+    compaction is seen to end, after the server's."""
+    database = "pc_" + uuid.uuid4().hex[:16]
+    try:
+        async with await pc.open(database_url(oceanbase_url, database)) as svc:
+            await svc.remember(None, entries=tuple(
+                E("fact", f"note {i}: {TOPICS[i % 4]} needs care on day {i % 17}") for i in range(240)))
+            before = await _major_frozen_scn(svc)
+            await sql(svc, "ALTER SYSTEM MAJOR FREEZE")  # what the server may do by itself
+            theirs = before
+            for _ in range(100):  # until the server shows it (~a second)
+                theirs = await _major_frozen_scn(svc)
+                if theirs > before:
+                    break
+                await asyncio.sleep(0.1)
+            assert theirs > before
+            report = await svc.maintain(timeout=120, settle=0)
+            assert [step.detail for step in report.steps[:2]] == ["", ""], str(report)
+            assert await _major_frozen_scn(svc) > theirs
+            assert report.seconds < 120
+    finally:
+        drop_database(oceanbase_url, database)
 
 
 async def test_maintain_refuses_bad_waits_before_anything_runs(open_service):
