@@ -129,7 +129,7 @@ def main() -> None:
             print(f"  {results[-1]}", flush=True)
 
         dim = vectors.profile.dimension
-        for setting in args.settings.split(","):
+        for setting in filter(None, args.settings.split(",")):
             name = f"h_{setting}"
             run(f"insert, {SETTINGS[setting]}", name, [
                 ("create", lambda c, n=name, s=SETTINGS[setting]: c.execute(table(n, s, dim))),
