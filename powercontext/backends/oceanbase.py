@@ -51,6 +51,7 @@ from .driver import (
     is_recovering,
     pyformat,
 )
+from .oceanbase_first_load import VECTOR_INDEX, VECTOR_INDEX_WITH, FirstLoad
 from .oceanbase_heads import HeadRows, _marks
 from .oceanbase_limits import PacketLimit
 from .oceanbase_maintenance import ServerUpkeep
@@ -198,7 +199,8 @@ def query_timeout_us() -> int:
     return max(1, round(seconds * 1_000_000))
 
 
-class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, ServerUpkeep, PortableSQL, DatabaseMemoryBackend):
+class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, ServerUpkeep, PortableSQL,
+                             DatabaseMemoryBackend):
     name = "oceanbase"
     max_workers = 4
 
@@ -421,6 +423,7 @@ class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, ServerUpkeep, Po
         if stored and "vector_sums" not in stored:  # created before c̄ was kept
             with self._transaction(write=True) as tx:
                 self._backfill_vector_sums(tx)
+        self._ensure_vector_index()  # a first load killed between dropping and re-creating it
         self._probe_fulltext()
 
     @staticmethod
@@ -428,7 +431,7 @@ class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, ServerUpkeep, Po
         vector_column = vector_index = ""
         if profile is not None:
             vector_column = f"embedding VECTOR({int(profile.dimension)}),"
-            vector_index = "VECTOR INDEX vidx_memory_entry_heads_embedding (embedding) WITH (distance=L2, type=hnsw),"
+            vector_index = f"VECTOR INDEX {VECTOR_INDEX} (embedding) {VECTOR_INDEX_WITH},"
         return _HEADS_DDL.format(ID=ID, HASH=HASH, BIN_TEXT=BIN_TEXT, vector_column=vector_column, vector_index=vector_index)
 
     @staticmethod
@@ -436,10 +439,7 @@ class OceanBaseMemoryBackend(HeadRows, HeadSearch, PacketLimit, ServerUpkeep, Po
         """A database created without a profile adopts one once (its vector
         projection is then incomplete until rebuild_projections())."""
         cur.execute(f"ALTER TABLE memory_entry_heads ADD COLUMN embedding VECTOR({int(profile.dimension)})")
-        cur.execute(
-            "CREATE VECTOR INDEX vidx_memory_entry_heads_embedding ON memory_entry_heads (embedding) "
-            "WITH (distance=L2, type=hnsw)"
-        )
+        cur.execute(f"CREATE VECTOR INDEX {VECTOR_INDEX} ON memory_entry_heads (embedding) {VECTOR_INDEX_WITH}")
 
     def _probe_fulltext(self) -> None:
         """A real insert/match/delete round trip on a scratch table with the same
