@@ -19,7 +19,8 @@ Per backend and size N:
 3. Append: a one-entry ``remember()`` (with its vector) repeated ``--appends`` times: p50 latency and the bytes the revision
    storage grew by per Revision (logical bytes of every revision/manifest table). For
    every size above the smallest, a Memory of the smallest size is made in the same
-   database and the two are appended to in turn: the ratio of those p50s is the
+   database and the two are appended to in turn (``--rounds`` rounds of ``--appends``
+   pairs, the round with the median difference reported): the ratio of those p50s is the
    append-vs-size figure (same load for both sizes; the separate figures are minutes
    apart). Then the same in turn with full text only, the issue's own setting: a new
    database opened without an embedding, loaded with both sizes (``--no-fts-only``
@@ -270,22 +271,28 @@ async def appends(svc, rev, count):
     return head, p50(times), grown / count
 
 
-async def paired_appends(svc, small, large, count):
+async def paired_appends(svc, small, large, count, rounds=1):
     """One-entry remember() on a small and a large Memory of the same database, in
     turn: the ratio of their p50s compares the two sizes under the same load (the
     per-size append figures are taken minutes apart, and a 2-core machine's load moves
-    them more than the sizes do)."""
+    them more than the sizes do). With ``rounds`` > 1, ``count`` pairs per round and
+    the round whose large − small is the median (as search_overhead)."""
     small = await svc.head(small.artifact_id)
     large = await svc.head(large.artifact_id)
-    times = {"small": [], "large": []}
-    for i in range(count):
-        for name in ("small", "large"):
-            head = small if name == "small" else large
-            start = time.perf_counter()
-            head = await svc.remember(head, entries=(pc.MemoryEntryInput("fact", f"paired fact {i} for the {name} Memory"),))
-            times[name].append((time.perf_counter() - start) * 1000)
-            small, large = (head, large) if name == "small" else (small, head)
-    return p50(times["small"]), p50(times["large"]), large
+    measured = []
+    for r in range(rounds):
+        times = {"small": [], "large": []}
+        for i in range(count):
+            for name in ("small", "large"):
+                head = small if name == "small" else large
+                start = time.perf_counter()
+                head = await svc.remember(head, entries=(
+                    pc.MemoryEntryInput("fact", f"paired fact {r}.{i} for the {name} Memory"),))
+                times[name].append((time.perf_counter() - start) * 1000)
+                small, large = (head, large) if name == "small" else (small, head)
+        measured.append((p50(times["small"]), p50(times["large"])))
+    small_ms, large_ms = sorted(measured, key=lambda m: m[1] - m[0])[len(measured) // 2]
+    return small_ms, large_ms, large
 
 
 async def fts_only_paired(target, small_texts, large_texts, count):
@@ -395,7 +402,8 @@ async def main() -> None:
     ap.add_argument("--sizes", default=os.environ.get("BENCH_SIZES", "1000,10000"))
     ap.add_argument("--backends", default="sqlite,oceanbase")
     ap.add_argument("--queries", type=int, default=40)
-    ap.add_argument("--rounds", type=int, default=5, help="search-overhead rounds; the median round is reported")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds of the search overhead and of the appends in turn; the median round is reported")
     ap.add_argument("--appends", type=int, default=30)
     ap.add_argument("--limit-probe", type=int, default=int(os.environ.get("BENCH_LIMIT_PROBE", "40000")))
     ap.add_argument("--probe-backends", default=os.environ.get("BENCH_PROBE_BACKENDS", "sqlite"),
@@ -437,7 +445,7 @@ async def main() -> None:
                     if n != min(sizes):
                         small = await svc.remember(None, entries=tuple(
                             pc.MemoryEntryInput("fact", t) for t in texts[:min(sizes)]))
-                        small_ms, large_ms, head = await paired_appends(svc, small, head, args.appends)
+                        small_ms, large_ms, head = await paired_appends(svc, small, head, args.appends, args.rounds)
                         paired.append((backend, n, small_ms, large_ms))
                         print(f"{backend:<9} {n:>7}: append in turn with a {min(sizes):,}-entry Memory: "
                               f"{large_ms:.1f} vs {small_ms:.1f} ms = {large_ms / small_ms:.2f}x", flush=True)
