@@ -4,6 +4,7 @@ after until they settle, and a typed refusal where the account may not compact."
 from __future__ import annotations
 
 import asyncio
+import statistics
 import uuid
 from urllib.parse import quote, urlparse, urlunparse
 
@@ -43,6 +44,8 @@ async def test_maintain_runs_the_upkeep_and_times_searches_until_they_settle(ope
         assert [step.detail for step in report.steps[:2]] == ["", ""]  # the dump and the compaction's end were seen
         assert await _major_frozen_scn(svc) > frozen  # the server did compact
         assert len(report.probes) >= 2 and report.probes[-1][0] - report.probes[0][0] >= 5
+        window = [ms for at, ms in report.probes if at >= report.probes[-1][0] - 5]
+        assert report.probe_ms_after == statistics.median(window)  # the settled rounds' median
     assert report.settled and report.database == backend_name
     assert report.probe_ms_before > 0 and report.probe_ms_after > 0
     assert report.seconds >= sum(step.seconds for step in report.steps) > 0
@@ -117,3 +120,5 @@ def test_searches_settle_when_the_probes_stop_getting_faster():
     assert not settling.settled()
     settling.add(70, 19.5)
     assert settling.settled()  # 19.0–19.5 ms since 40 s against 20 ms before
+    settling.add(80, 26.0)  # a round slowed by the server's background work
+    assert settling.settled() and settling.window_ms() == 19.5  # the window's median, not the last round
