@@ -64,3 +64,15 @@ class RecordingCursor:
 
     def __setattr__(self, name, value):  # pymysql's max_stmt_length
         setattr(self._cursor, name, value)
+
+
+def count_head_id_reads(backend) -> list[int]:
+    """Counts, in a one-item list, the statements a commit issues to ask which of its
+    head rows are there already (wraps the backend's ``_rows``)."""
+    asked, rows = [0], backend._rows
+
+    def counted(tx, statement, params=()):
+        asked[0] += "SELECT entry_id, projection_id FROM memory_entry_heads" in statement
+        return rows(tx, statement, params)
+    backend._rows = counted
+    return asked

@@ -16,15 +16,11 @@ transaction and created after it, whatever the commit did. In between — anothe
 process searching, or this one killed — nothing is wrong, only slow: without the
 index the vector statement (``ORDER BY l2_distance(…) APPROXIMATE``) is a full scan,
 exact. ``open()`` creates the index if it is missing (``_ensure_vector_index``).
-
-Its head rows are all new (the Memory is, and the table was empty), so the commit does
-not ask the server which of them are there already: 100 in-lists at 100k, 10.1 s.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -34,9 +30,6 @@ VECTOR_INDEX_WITH = "WITH (distance=L2, type=hnsw)"
 # MySQL codes: 1091 the index to drop is not there, 1061 the index to create is
 # (another process's first load dropped or created it first)
 _NO_SUCH_INDEX, _DUPLICATE_INDEX = 1091, 1061
-# (backend, Memory id) of the first load the thread is committing: a backend's commits
-# run on several worker threads
-_loading = threading.local()
 
 
 class FirstLoad:
@@ -48,11 +41,9 @@ class FirstLoad:
     def _commit_sync(self, plan) -> Any:
         if not (self._index_after_rows(plan) and self._drop_vector_index()):
             return super()._commit_sync(plan)
-        _loading.memory = (self, plan.artifact_id)
         try:
             return super()._commit_sync(plan)
         finally:
-            _loading.memory = None
             # Whatever the commit did. Not an error of the commit if this fails (the
             # revision is written, searches are exact without the index): the next
             # open() creates it.
@@ -61,15 +52,6 @@ class FirstLoad:
             except self._pymysql.err.MySQLError as exc:
                 log.warning("the HNSW index of the head table was not re-created after a first load (%s); "
                             "vector searches scan every row until the next open() creates it", exc.args[-1])
-
-    def _projection_ids(self, tx, artifact_id, entry_ids):
-        # No head row of a Memory that did not exist can be in a table that was empty:
-        # another process creating the same Memory meanwhile makes this commit's head
-        # insert fail (a RevisionConflictError), so none is rewritten.
-        loading = getattr(_loading, "memory", None)
-        if loading is not None and loading[0] is self and loading[1] == artifact_id:
-            return {}
-        return super()._projection_ids(tx, artifact_id, entry_ids)
 
     def _index_after_rows(self, plan) -> bool:
         if not self._vector_column or plan.base_revision is not None or len(plan.vectors) < self.vector_index_after_rows:
