@@ -95,6 +95,9 @@ def main() -> None:
     ap.add_argument("--nprobes", default="8,32", help="ob_ivf_nprobes at each --ef-search (IVF indexes)")
     ap.add_argument("--compact", action="store_true", help="also measure after a minor freeze, its dump and a major one")
     args = ap.parse_args()
+    unknown = {*filter(None, args.settings.split(",")), *filter(None, args.after.split(","))} - set(SETTINGS)
+    if unknown:
+        ap.error(f"unknown settings {sorted(unknown)}; known: {', '.join(SETTINGS)}")
     base, questions = pb.corpus_texts()
     texts, parts = pb.synthesize_pairs(base, args.n)
     vectors = CorpusVectors(args.profile, base, texts, parts, questions)
@@ -134,7 +137,7 @@ def main() -> None:
             run(f"insert, {SETTINGS[setting]}", name, [
                 ("create", lambda c, n=name, s=SETTINGS[setting]: c.execute(table(n, s, dim))),
                 ("insert", lambda c, n=name: insert(c, n, data, 1000))])
-        for setting in args.after.split(",") if args.after else ():
+        for setting in filter(None, args.after.split(",")):
             name = f"a_{setting}"
             run(f"indexes after the load, PARALLEL(2), {SETTINGS[setting]}", name, [
                 ("create", lambda c, n=name: c.execute(table(n, None, dim))),

@@ -231,6 +231,11 @@ async def load(target, texts, model, batch=20_000):
     return svc, rev, time.perf_counter() - start
 
 
+def median_round(rounds, difference):
+    """The round whose ``difference`` is the median (the upper one of an even count)."""
+    return sorted(rounds, key=difference)[len(rounds) // 2]
+
+
 async def search_overhead(svc, rev, queries, model, mode, rounds=1):
     """(p50 search ms, p50 raw SQL ms) over ``queries``, each search followed by its raw
     statements; with ``rounds`` > 1 the round whose search − raw is the median. One round
@@ -255,7 +260,7 @@ async def search_overhead(svc, rev, queries, model, mode, rounds=1):
             searched.append((time.perf_counter() - start) * 1000)
             raw.append(raw_search_ms(backend, rev.artifact_id, terms, vector, pool, channels))
         measured.append((p50(searched), p50(raw)))
-    return sorted(measured, key=lambda m: m[0] - m[1])[len(measured) // 2]
+    return median_round(measured, lambda m: m[0] - m[1])
 
 
 async def appends(svc, rev, count):
@@ -291,7 +296,7 @@ async def paired_appends(svc, small, large, count, rounds=1):
                 times[name].append((time.perf_counter() - start) * 1000)
                 small, large = (head, large) if name == "small" else (small, head)
         measured.append((p50(times["small"]), p50(times["large"])))
-    small_ms, large_ms = sorted(measured, key=lambda m: m[1] - m[0])[len(measured) // 2]
+    small_ms, large_ms = median_round(measured, lambda m: m[1] - m[0])
     return small_ms, large_ms, large
 
 

@@ -116,29 +116,25 @@ class ByteLRU:
     def __len__(self) -> int:
         return len(self._items) + (self._oversize is not None)
 
+    def _held(self, key: Hashable) -> Any | None:
+        """The value of ``key``, marked as just used, or None; the lock is held."""
+        item = self._items.get(key)
+        if item is None:
+            big = self._oversize
+            return big[1] if big is not None and big[0] == key else None
+        self._items.move_to_end(key)
+        return item[0]
+
     def get(self, key: Hashable) -> Any | None:
         with self._lock:
-            item = self._items.get(key)
-            if item is None:
-                big = self._oversize
-                return big[1] if big is not None and big[0] == key else None
-            self._items.move_to_end(key)
-            return item[0]
+            return self._held(key)
 
     def get_many(self, keys: Iterable[Hashable]) -> dict[Hashable, Any]:
         """``{key: value}`` of the keys held, under one lock: a search looks up ~64
         candidates' versions and scripts, and a lock per key cost it ~25 µs a cache."""
-        out = {}
         with self._lock:
-            items, touch, big = self._items, self._items.move_to_end, self._oversize
-            for key in keys:
-                item = items.get(key)
-                if item is not None:
-                    touch(key)
-                    out[key] = item[0]
-                elif big is not None and big[0] == key:
-                    out[key] = big[1]
-        return out
+            found = {key: self._held(key) for key in keys}
+        return {key: value for key, value in found.items() if value is not None}
 
     def put(self, key: Hashable, value: Any, nbytes: int) -> None:
         with self._lock:
