@@ -48,7 +48,8 @@ async def test_a_commit_writes_its_projection_a_batch_at_a_time(svc, monkeypatch
     puts, gone, versions = [], [], []
     for name, log in (("_put_projections", puts), ("_delete_projections", gone), ("_insert_versions", versions)):
         real = getattr(backend, name)
-        monkeypatch.setattr(backend, name, lambda tx, *args, _real=real, _log=log: _log.append(len(args[-1])) or _real(tx, *args))
+        monkeypatch.setattr(backend, name, lambda tx, *args, _real=real, _log=log, **options:
+                            _log.append(len(args[-1])) or _real(tx, *args, **options))
     names = "alpha bravo charlie delta echo foxtrot golf hotel india juliet".split()
     rev = await svc.remember(None, entries=tuple(E("fact", f"fact {name} about the build cache") for name in names))
     assert (puts, versions) == ([4, 4, 2], [10])
