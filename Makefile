@@ -11,6 +11,9 @@ export TOKENIZERS_PARALLELISM := false
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
+	# A real browser for the widget tests: Debian's chromium (Playwright's own download needs a
+	# network this machine does not have), and CJK fonts so Chinese text renders, not boxes.
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium fonts-noto-cjk)
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first, pinned: pip then takes the local CPU wheel instead of a multi-GB CUDA build
