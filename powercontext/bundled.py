@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .model import EmbeddingProfile
 
-__all__ = ["BUNDLED", "E5_PROFILE", "MINILM_PROFILE", "bundled_profile"]
+__all__ = ["BUNDLED", "E5_PROFILE", "MINILM_PROFILE", "bundled_profile", "open_with", "profile_mismatch"]
 
 MINILM_PROFILE = EmbeddingProfile(
     profile_id="minilm-l6-v2",
@@ -56,3 +56,25 @@ def bundled_profile(name: str) -> EmbeddingProfile | None:
     """The bundled profile a name, alias or profile id stands for, or None."""
     short = bundled_name(name)
     return None if short is None else BUNDLED[short]
+
+
+def open_with(profile: EmbeddingProfile | dict) -> str:
+    """The ``embedding=`` argument that opens a database holding ``profile``'s vectors:
+    ``embedding='e5'`` for a bundled profile, the model's folder otherwise — what an
+    error tells a user to type, so it names the profile the database holds *now*."""
+    data = profile.to_canonical() if isinstance(profile, EmbeddingProfile) else profile
+    short = bundled_name(str(data.get("profile_id", "")))
+    if short is not None:
+        return f"embedding={short!r}"
+    return f"embedding=<the folder of {data.get('model')!r}> (profile {data.get('profile_id')!r})"
+
+
+def profile_mismatch(where: str, stored: dict, asked: EmbeddingProfile) -> str:
+    """Both backends' refusal to open a database with another model than its vectors'.
+    Names both ways out: open it as it is, or move it (``svc.migrate_embedding``)."""
+    short = bundled_name(asked.profile_id)
+    target = repr(short) if short is not None else "<the new model's folder>"
+    return (f"{where} holds vectors of embedding profile {stored['profile_id']!r} ({stored['dimension']} dims); "
+            f"it cannot be opened with {asked.profile_id!r} ({asked.dimension} dims). Open it with "
+            f"{open_with(stored)}, or move it to the new model: open it so, then run "
+            f"svc.migrate_embedding({target}) (in a notebook: %pcmem migrate --embedding {short or 'FOLDER'})")

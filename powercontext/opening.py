@@ -12,6 +12,7 @@ from .backends.rules import require_utf8
 from .errors import InvalidMemoryRequestError, shown
 from .memory.service import MemoryService
 from .redaction import redact
+from .suggest import unknown_keyword
 
 
 def _target(target: Any) -> str:
@@ -63,6 +64,9 @@ async def open(target: Any, embedding: Any = None, analyzer: str | None = None, 
     target = _target(target)
     if analyzer is not None:
         get_analyzer(analyzer)  # an unknown name is refused before any file or database is created
+    for name in service_options:
+        if name not in MemoryService.OPTIONS:
+            raise InvalidMemoryRequestError(unknown_keyword("pc.open()", name, ("embedding", "analyzer", *MemoryService.OPTIONS)))
     MemoryService.check_options(**service_options)
     model = resolve_embedding(embedding)
     profile = None if model is None else model.profile

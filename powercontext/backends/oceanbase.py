@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
+from ..bundled import profile_mismatch
 from ..errors import (
     BackendUnavailableError,
     ConnectionLostError,
@@ -73,6 +74,7 @@ ID = "VARCHAR(128) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 HASH = "CHAR(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 BIN_TEXT = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
 ER_DUP_ENTRY = 1062
+ACCESS_DENIED = 1045  # ER_ACCESS_DENIED_ERROR: the server answered and refused the login
 PACKET_MARGIN = 4096  # protocol header and statement framing around the SQL text
 
 _CORE_DDL = [
@@ -240,6 +242,11 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
                 database=database, autocommit=True, connect_timeout=10,
             )
         except self._pymysql.err.MySQLError as exc:
+            if exc.args and exc.args[0] == ACCESS_DENIED:  # the server is there; starting another would not help
+                raise BackendUnavailableError(
+                    f"OceanBase at {p['host']}:{p['port']} refused the credentials of {p['user']!r} "
+                    "(a wrong password, or no such user): check the URL's user and password"
+                ) from None
             error = ConnectionLostError if is_connection_lost(exc, connecting=True) else BackendUnavailableError
             raise error(
                 f"cannot reach OceanBase at {p['host']}:{p['port']} as {p['user']!r}: {exc.args[-1]}. "
@@ -392,13 +399,8 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
             stored_profile = stored.get("embedding_profile")
             if stored_profile is not None and self.embedding_profile is not None:
                 if json.loads(stored_profile) != self.embedding_profile.to_canonical():
-                    old = json.loads(stored_profile)
-                    raise BackendUnavailableError(
-                        f"database {self._params['database']!r} was created for embedding profile "
-                        f"{old['profile_id']!r} ({old['dimension']} dims); it cannot be opened with "
-                        f"{self.embedding_profile.profile_id!r} ({self.embedding_profile.dimension} dims). "
-                        "Changing the profile needs an offline migration and rebuild."
-                    )
+                    raise BackendUnavailableError(profile_mismatch(
+                        f"database {self._params['database']!r}", json.loads(stored_profile), self.embedding_profile))
             cur.execute("SHOW TABLES LIKE 'memory_entry_heads'")
             heads_exist = cur.fetchone() is not None
             profile = self.embedding_profile if stored_profile is None else EmbeddingProfile(**json.loads(stored_profile))

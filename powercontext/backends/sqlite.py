@@ -19,6 +19,7 @@ from typing import Any, Iterator, Sequence
 import apsw
 import numpy as np
 
+from ..bundled import profile_mismatch
 from ..errors import BackendUnavailableError, DatabaseBusyError, PowerContextError
 from ..model import EmbeddingProfile
 from . import centroid, vector_values
@@ -242,11 +243,7 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             # leave rows without vectors (incomplete) rather than pretending otherwise.
             self.embedding_profile = profile or EmbeddingProfile(**json.loads(stored))
             if profile is not None and json.loads(stored) != profile.to_canonical():
-                raise BackendUnavailableError(
-                    f"{self.path} was created for embedding profile {json.loads(stored)['profile_id']!r} "
-                    f"({json.loads(stored)['dimension']} dims); it cannot be opened with {profile.profile_id!r} "
-                    f"({profile.dimension} dims). Changing the profile needs an offline migration and rebuild."
-                )
+                raise BackendUnavailableError(profile_mismatch(str(self.path), json.loads(stored), profile))
             if not self._vec_loaded:
                 raise BackendUnavailableError("this database has a vector projection but sqlite-vec could not be loaded")
             return

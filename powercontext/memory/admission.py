@@ -8,6 +8,7 @@ sweep. A sweep point therefore equals an online search with that policy.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import asdict, dataclass, fields, replace
@@ -18,6 +19,7 @@ from ..bundled import E5_PROFILE, MINILM_PROFILE, bundled_profile
 from ..canonical import utf8_key
 from ..errors import InvalidMemoryRequestError
 from ..model import AdmissionDecision, ChannelCandidate, EmbeddingProfile, MemoryHit
+from ..suggest import did_you_mean, unknown_keyword
 
 CHANNEL_ORDER = ("fts", "vector")
 POLICY_FORMAT = "powercontext.admission-policy.v1"
@@ -269,10 +271,10 @@ class AdmissionPolicy:
             raise _invalid(f"an admission policy is a JSON object, got {type(data).__name__}")
         if data.get("format") != POLICY_FORMAT:
             raise _invalid(f"admission policy format must be {POLICY_FORMAT!r}, got {data.get('format')!r}")
-        names = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - names - {"format"})
+        unknown = sorted(set(data) - POLICY_FIELDS - {"format"})
         if unknown:
-            raise _invalid(f"unknown admission policy field(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+            raise _invalid(f"unknown admission policy field(s) {', '.join(unknown)}"
+                           f"{did_you_mean(unknown[0], POLICY_FIELDS)}; known: {', '.join(sorted(POLICY_FIELDS))}")
         try:
             return cls(**{k: v for k, v in data.items() if k != "format"})
         except TypeError as exc:  # pragma: no cover - every field has a default
@@ -294,6 +296,27 @@ class AdmissionPolicy:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise _invalid(f"{str(path)!r} is not a readable JSON policy: {exc}") from exc
         return cls.from_dict(data)
+
+
+POLICY_FIELDS = frozenset(f.name for f in fields(AdmissionPolicy))
+
+
+def _keywords_checked(init: Any) -> Any:
+    """The dataclass's ``__init__``, refusing a mistyped field by name with the
+    library's error and the one suggestion rule (``vector_min_centered`` → did you
+    mean ``vector_min_centred``?) instead of a bare ``TypeError``."""
+
+    @functools.wraps(init)
+    def checked(self: AdmissionPolicy, *args: Any, **kwargs: Any) -> None:
+        for name in kwargs:
+            if name not in POLICY_FIELDS:
+                raise _invalid(unknown_keyword("AdmissionPolicy()", name, POLICY_FIELDS))
+        init(self, *args, **kwargs)
+
+    return checked
+
+
+AdmissionPolicy.__init__ = _keywords_checked(AdmissionPolicy.__init__)  # type: ignore[method-assign]
 
 
 #: Each bundled profile's shipped default, chosen the same way for each model

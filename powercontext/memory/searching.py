@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import analyzer
 from ..backends.plans import Retrieval, RetrievalRequest
+from ..bundled import open_with
 from ..embedding import embed_checked
 from ..errors import (
     CapabilityNotSupportedError,
@@ -60,7 +61,10 @@ class MemorySearch:
 
     async def _vector_unavailable(self, refs) -> str | None:
         if self.embedding is None:
-            return "no embedding model is configured (open with embedding='minilm')"
+            held = self.backend.embedding_profile
+            if held is None:
+                return "no embedding model is configured (open with embedding='minilm')"
+            return f"no embedding model is configured (the database holds {held.profile_id!r} vectors: open with {open_with(held)})"
         db = await self.backend.capabilities()
         if not db.vector:
             return "the database has no vector projection"

@@ -47,6 +47,7 @@ from ..model import (
     entry_content,
     sorted_refs,
 )
+from ..suggest import unknown_keyword
 from . import arguments, context, migration, patching
 from .arguments import as_ref
 from .admission import AdmissionPolicy
@@ -100,15 +101,16 @@ class MemoryService(MemorySearch):
         # cosines admit all or nothing under another's
         self.policy = policy or AdmissionPolicy.default_for(backend.embedding_profile)
 
+    #: The keyword options a service takes (``pc.open`` passes them through).
+    OPTIONS = ("pipeline", "ids", "policy")
+
     @staticmethod
     def check_options(**options: Any) -> None:
         """Refuse service options this service does not take, or of the wrong kind
         (``pc.open`` calls it before it creates anything)."""
-        unknown = sorted(set(options) - {"pipeline", "ids", "policy"})
-        if unknown:
-            raise InvalidMemoryRequestError(
-                f"unknown option {shown(unknown[0])}: a MemoryService takes pipeline=, ids= and policy="
-            )
+        for name in options:
+            if name not in MemoryService.OPTIONS:
+                raise InvalidMemoryRequestError(unknown_keyword("MemoryService()", name, MemoryService.OPTIONS))
         pipeline, ids, policy = (options.get(k) for k in ("pipeline", "ids", "policy"))
         if pipeline not in (None, "default") and not inspect.iscoroutinefunction(getattr(pipeline, "extract", None)):
             raise InvalidMemoryRequestError(

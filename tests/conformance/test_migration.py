@@ -90,7 +90,7 @@ async def test_a_migration_stores_the_new_models_document_vectors_and_records_it
     assert again.backend.embedding_profile == e5.profile
     hit = await again.search("数据库迁移", memories=(one,), mode="hybrid")
     assert hit.hits and hit.hits[0].text == MIXED[0]
-    with pytest.raises(BackendUnavailableError, match="created for embedding profile"):
+    with pytest.raises(BackendUnavailableError, match="holds vectors of embedding profile"):
         await reopen(svc, "minilm")
     # A second migration to the same model finds every row equal and writes none.
     assert (await svc.migrate_embedding(e5, progress=False)).rows_written == 0

@@ -80,9 +80,23 @@ async def test_pc_open_of_a_file_that_is_not_a_database(tmp_path):
     with pytest.raises(pc.BackendUnavailableError, match="cannot open .* as a PowerContext SQLite database"):
         await pc.open(str(other))
     assert other.read_text() == "build-host-7\n" and sorted(os.listdir(tmp_path)) == ["hostname"]
-    with pytest.raises(pc.InvalidMemoryRequestError, match="unknown option 'bogus'"):
+    with pytest.raises(pc.InvalidMemoryRequestError, match="takes no keyword 'bogus'"):
         await pc.open(str(tmp_path / "new.db"), bogus=1)
     assert sorted(os.listdir(tmp_path)) == ["hostname"]
+
+
+async def test_a_mistyped_keyword_is_named_with_the_one_it_meant(tmp_path):
+    # issue 45: `embeding=` listed other keywords but not `embedding=`; a policy's
+    # `vector_min_centered=` was a bare TypeError
+    with pytest.raises(pc.InvalidMemoryRequestError,
+                       match=r"pc.open\(\) takes no keyword 'embeding' — did you mean 'embedding'\?.*analyzer=, embedding="):
+        await pc.open(str(tmp_path / "new.db"), embeding="e5")
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(pc.InvalidMemoryRequestError, match="takes no keyword 'vector_min_centered' — did you mean 'vector_min_centred'"):
+        pc.AdmissionPolicy(vector_min_centered=0.3)
+    with pytest.raises(pc.InvalidMemoryRequestError, match="unknown admission policy field.*did you mean 'fts_min_terms'"):
+        pc.AdmissionPolicy.from_dict({"format": "powercontext.admission-policy.v1", "fts_min_term": 2})
+    assert pc.AdmissionPolicy(vector_min_centred=0.2).vector_min_centred == 0.2
 
 
 async def test_bad_arguments_to_the_runtime_are_typed(tmp_path):
