@@ -63,6 +63,24 @@ def _names(what: str, known: tuple[str, ...]):
     return parse
 
 
+def _embedding_names(text: str) -> tuple[str, ...]:
+    """``--embeddings``: bundled names or model folders, every one checked when the
+    arguments are parsed — a typo in the second model once failed after the whole
+    first model's pass (29 s)."""
+    from powercontext.bundled import BUNDLED, bundled_name
+    from powercontext.suggest import did_you_mean
+
+    names = tuple(x.strip() for x in text.split(",") if x.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("give at least one embedding model (minilm, e5 or a model folder)")
+    for name in names:
+        if bundled_name(name) is None and not Path(name).expanduser().is_dir():
+            raise argparse.ArgumentTypeError(
+                f"unknown embedding {name!r}{did_you_mean(name, BUNDLED)}: use {', '.join(BUNDLED)} or the folder "
+                "of a sentence-transformers model")
+    return names
+
+
 def parse_policy(text: str) -> AdmissionPolicy:
     """``initial``, ``none`` (no admission), ``default`` (the library's), or
     ``fts_min_terms=2,fts_min_coverage=0.25,vector_min_cosine=0.3`` (any subset; the
@@ -101,7 +119,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--modes", type=_names("mode", MODES), default=None,
                    help="comma-separated: fts,vector,hybrid (default: every mode the installed model allows)")
     p.add_argument("--seekdb-dir", default=None, help="base dir of the seekdb the harness starts (default ~/.cache/powercontext/seekdb)")
-    p.add_argument("--embeddings", type=_csv_list(str), default=("minilm",), metavar="MODELS",
+    p.add_argument("--embeddings", type=_embedding_names, default=("minilm",), metavar="MODELS",
                    help="embedding model(s) of the vector modes: minilm, e5 or a sentence-transformers folder; "
                         "several (e.g. minilm,e5) sweep once per model and compare them (sweep only; default minilm)")
     p.add_argument("--embedding-scripts", type=_csv_list(str), default=None, metavar="SCRIPTS",
@@ -163,8 +181,28 @@ class _Parser(argparse.ArgumentParser):
     100 kB path, a value holding a newline)."""
 
     def error(self, message: str):
+        # The useful line first and alone: argparse's default prints the whole usage
+        # (~20 lines for sweep) before it. The usage is one --help away.
         flat = " ".join(message.split())
-        super().error(flat if len(flat) <= 300 else f"{flat[:200]}… ({len(flat)} characters)")
+        flat = flat if len(flat) <= 300 else f"{flat[:200]}… ({len(flat)} characters)"
+        if flat.startswith("unrecognized arguments: "):
+            from powercontext.suggest import did_you_mean
+
+            first = flat.split()[2]
+            flat += did_you_mean(first, self._option_names()) if first.startswith("--") else ""
+        self.exit(2, f"{self.prog}: error: {flat}\n(every option: {self.prog} --help)\n")
+
+
+    def _option_names(self) -> set[str]:
+        """Every option of this parser and its subcommands (a mistyped one is reported
+        by the top parser, which does not know the subcommands' own)."""
+        names: set[str] = set()
+        for action in self._actions:
+            names.update(o for o in action.option_strings if o.startswith("--"))
+            for sub in (getattr(action, "choices", None) or {}).values():
+                if isinstance(sub, argparse.ArgumentParser):
+                    names.update(o for a in sub._actions for o in a.option_strings if o.startswith("--"))
+        return names
 
 
 def build_parser() -> argparse.ArgumentParser:

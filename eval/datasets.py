@@ -35,6 +35,7 @@ from typing import Any
 
 from powercontext.backends.rules import MAX_TEXT_BYTES
 from powercontext.canonical import MAX_ID_LENGTH, is_valid_id, nfc
+from powercontext.suggest import did_you_mean
 
 from . import counts
 from .corpus import (  # noqa: F401  (the corpus model is part of this module's public names)
@@ -116,6 +117,10 @@ def validate(path: str | Path, style: str = "any") -> Corpus:
     if style not in STYLES:
         raise ValueError(f"unknown style {style!r}: use one of {', '.join(STYLES)}")
     path = Path(path)
+    if not path.is_dir():  # one line, not three "file missing"
+        siblings = [p.name for p in path.parent.iterdir() if p.is_dir()] if path.parent.is_dir() else []
+        what = "is a file, not a corpus folder" if path.exists() else "no such folder"
+        raise DatasetError(path, [f"{what}{did_you_mean(path.name, siblings)}"])
     check = _Check()
     entries = {e.id: (line, e) for line, e in _read_memories(path, check)}
     queries = {q.id: (line, q) for line, q in _read_queries(path, entries, check)}

@@ -210,6 +210,29 @@ def test_a_mistyped_backend_or_mode_is_refused_before_any_progress_bar(tiny, tmp
     assert not out.exists()
 
 
+@pytest.mark.parametrize("argv, expected", [
+    (["--embeddings", "minilm,e6"], "unknown embedding 'e6': use minilm, e5 or the folder of a sentence-transformers model"),
+    (["--embeddings", "mini-lm"], "unknown embedding 'mini-lm' — did you mean 'minilm'?"),
+    (["--limts", "8"], "unrecognized arguments: --limts 8 — did you mean '--limits'?"),
+])
+def test_a_cli_mistake_is_one_line_first_and_refused_before_any_work(tiny, tmp_path, capsys, argv, expected):
+    # issue 45: `--embeddings minilm,e6` failed after the whole minilm pass (29 s), and
+    # argparse printed ~20 lines of usage before the line that says what is wrong
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_:
+        main(["sweep", "--dataset", str(tiny), "--out", str(out), *argv])
+    assert exit_.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert expected in lines[0] and lines[0].startswith("python -m powercontext.eval")
+    assert len(lines) == 2 and "--help" in lines[1] and not out.exists()
+
+
+def test_validate_of_a_folder_that_is_not_there_says_so_once(tiny, capsys):
+    assert main(["validate", str(tiny.parent / "tinyy")]) == 2
+    err = capsys.readouterr().err
+    assert "no such folder — did you mean 'tiny'?" in err and "file missing" not in err
+
+
 def test_validate_lists_every_problem_or_says_valid(tiny, tmp_path, capsys):
     assert main(["validate", str(tiny)]) == 0
     assert capsys.readouterr().out.strip() == (
