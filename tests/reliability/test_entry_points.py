@@ -25,7 +25,7 @@ from powercontext.backends.seekdb import database_url, drop_database
 
 from ..magics.conftest import shell  # noqa: F401  (the magics' IPython shell fixture)
 from ..support import counts
-from .hostile import QUOTED, Ledger, arguments, public_methods, tree
+from .hostile import QUOTED, Ledger, arguments, public_methods, surrogate_calls, tree, with_surrogate
 
 EXAMPLES = int(os.environ.get("PC_ENTRY_FUZZ_EXAMPLES", "20"))
 
@@ -90,6 +90,22 @@ def _fuzz(loop, ledger: Ledger, methods: dict, valid: dict, snapshot: Callable, 
             loop.run_until_complete(after_call(result))
 
     _each(methods, lambda name: arguments(methods[name], valid), one, factor)
+    # then, not at random: a lone surrogate in every string parameter of every method
+    for name in sorted(methods):
+        for kwargs in surrogate_calls(methods[name], valid, _lift):
+            ledger.surrogates += 1
+            one(name, kwargs)
+
+
+def _lift(value: Any) -> list[Any]:
+    """``with_surrogate`` of a valid value, a deferred one (Later) spliced when resolved."""
+    if not isinstance(value, Later):
+        return with_surrogate(value)
+
+    async def spliced():
+        resolved = await _resolve(value)
+        return (with_surrogate(resolved) or [resolved])[0]
+    return [Later(spliced)]
 
 
 def _difference(before: dict, after: dict) -> str:
@@ -413,9 +429,27 @@ def _importer_sources(folder: Path) -> dict[str, list[str]]:
     shutil.copytree(fixtures / "beir" / "minifact", beir)
     (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\t4983\tnan\n")
     common = [str(folder / n) for n in broken] + [str(folder / "missing"), str(folder)]
+    # The real fixtures with a lone surrogate (JSON's \ud800 escape) where each format
+    # keeps its texts: a LoCoMo turn, its speaker, a question; a LongMemEval turn.
+    locomo = json.loads((fixtures / "locomo" / "locomo10.json").read_text(encoding="utf-8"))
+    conversation = locomo[0]["conversation"]
+    turns = next(v for k, v in conversation.items() if k.startswith("session_") and isinstance(v, list))
+    turns[0]["text"] += " \ud800"
+    (folder / "locomo-turn.json").write_text(json.dumps(locomo), encoding="utf-8")
+    turns[0]["text"] = turns[0]["text"][:-2]
+    conversation["speaker_a"] += "\udfff"
+    (folder / "locomo-speaker.json").write_text(json.dumps(locomo), encoding="utf-8")
+    conversation["speaker_a"] = conversation["speaker_a"][:-1]
+    locomo[0]["qa"][0]["question"] += "\ud800"
+    (folder / "locomo-question.json").write_text(json.dumps(locomo), encoding="utf-8")
+    longmemeval = json.loads((fixtures / "longmemeval" / "longmemeval_s.json").read_text(encoding="utf-8"))
+    longmemeval[0]["haystack_sessions"][0][0]["content"] += "\ud800"
+    (folder / "longmemeval-turn.json").write_text(json.dumps(longmemeval), encoding="utf-8")
     return {
-        "locomo": [str(fixtures / "locomo" / "locomo10.json"), *common],
-        "longmemeval": [str(fixtures / "longmemeval" / "longmemeval_s.json"), *common],
+        "locomo": [str(fixtures / "locomo" / "locomo10.json"), *(str(folder / f"locomo-{n}.json")
+                                                               for n in ("turn", "speaker", "question")), *common],
+        "longmemeval": [str(fixtures / "longmemeval" / "longmemeval_s.json"), str(folder / "longmemeval-turn.json"),
+                        *common],
         "beir": [str(fixtures / "beir" / "minifact"), str(beir), *common],
         "trec": [str(fixtures / "trec" / "sgml"), str(fixtures / "trec" / "xml"), *common],
     }
@@ -427,7 +461,7 @@ def test_importers_cli(tmp_path, monkeypatch, capsys):
     traceback; a failed import leaves OUT as it was."""
     from powercontext.eval.__main__ import build_parser, main
 
-    from .hostile import command_lines
+    from .hostile import command_lines, surrogate_lines
 
     monkeypatch.chdir(tmp_path)
     sources = _importer_sources(tmp_path / "src")
@@ -470,6 +504,15 @@ def test_importers_cli(tmp_path, monkeypatch, capsys):
                 ledger.wrote(fmt, {"argv": argv}, "a failed import changed an existing OUT")
 
     _each(sources, argv_of, one, factor=0.5)
+    # then, not at random: every upstream file that holds a lone surrogate, and a lone
+    # surrogate in OUT and in each option's value
+    for fmt, srcs in sources.items():
+        argvs = [[fmt, src, "__fresh__"] for src in srcs if "surrogate" in src or "locomo-" in src
+                 or "longmemeval-" in src]
+        argvs += surrogate_lines(sub, {"format": [fmt], "src": srcs[:1], "out": ["__fresh__"]})
+        for argv in argvs:
+            ledger.surrogates += 1
+            one(fmt, argv)
     print("\n" + ledger.summary())
     ledger.check(sources)
 
@@ -487,7 +530,7 @@ def test_pcmem_subcommands(shell, tmp_path):
     from powercontext.magics import current_magics
     from powercontext.magics import runtime as runtime_magics
 
-    from .hostile import command_lines
+    from .hostile import command_lines, surrogate_lines
 
     magics = current_magics(shell)
     world = str(tmp_path / "world.db")
@@ -551,6 +594,13 @@ def test_pcmem_subcommands(shell, tmp_path):
 
     try:
         _each(lines, lines.__getitem__, one, factor=0.6)
+        for name, method in magics.commands.items():  # then a lone surrogate in every argument
+            parsers = ({f"{name} {a}": runtime_magics.PARSERS[a] for a in runtime_magics.ACTIONS}
+                       if getattr(method, "has_actions", False) else {name: method.parser})
+            for label, parser in parsers.items():
+                for argv in surrogate_lines(parser, valid, skip):
+                    ledger.surrogates += 1
+                    one(label, argv)
     finally:
         magics.pcmem("runtime close")
     print("\n" + ledger.summary())
