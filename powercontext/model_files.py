@@ -17,7 +17,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["cache_path", "defining_files", "folder_digest", "file_digest"]
+__all__ = ["cache_path", "defining_files", "folder_digest", "file_digest", "unreadable_file"]
 
 CHUNK = 1 << 20  # 1 MiB reads: flat memory whatever the weights' size
 CACHE_VERSION = 1
@@ -108,3 +108,29 @@ def folder_digest(folder: Path) -> str:
     if cache != before:
         _write_cache(cache)
     return total.hexdigest()
+
+
+def unreadable_file(folder: Path) -> tuple[str, str] | None:
+    """(relative path, what is wrong) of the first defining file that does not parse
+    (a JSON config, a safetensors header), or a modules.json module folder that is
+    missing; None when every one parses. Says which file a load failure came from."""
+    modules = None
+    for path in defining_files(folder):
+        name = path.relative_to(folder).as_posix()
+        try:
+            if path.suffix == ".json":
+                value = json.loads(path.read_text(encoding="utf-8"))
+                if path.parent == folder and path.name == "modules.json":
+                    modules = value
+            elif path.suffix == ".safetensors":
+                from safetensors import safe_open
+
+                with safe_open(str(path), framework="numpy"):
+                    pass
+        except Exception as exc:  # noqa: BLE001 - any parse failure names the file
+            return name, f"does not parse ({type(exc).__name__}: {str(exc)[:120]})"
+    for module in modules if isinstance(modules, list) else ():
+        where = module.get("path") if isinstance(module, dict) else None
+        if isinstance(where, str) and where and not (folder / where).is_dir():
+            return where, "is missing (modules.json lists it)"
+    return None

@@ -114,3 +114,16 @@ def test_an_unreadable_cache_only_costs_a_rehash(model_copy):
     model_files.cache_path().write_text("{not json", encoding="utf-8")
     assert profiles.local_profile(model_copy) == first
     assert model_files._read_cache()  # rewritten whole
+
+
+def test_a_corrupt_folder_is_named_as_such_not_as_a_missing_package(model_copy):
+    """Issue 43, item 11: weights cut short are a broken folder; no pip install fixes it."""
+    from powercontext.errors import EmbeddingNotInstalledError, EmbeddingUnavailableError
+
+    with (model_copy / "model.safetensors").open("r+b") as f:
+        f.truncate(4096)
+    with pytest.raises(EmbeddingUnavailableError, match="corrupt or incomplete") as info:
+        profiles.local_model(model_copy).load()
+    message = str(info.value)
+    assert "model.safetensors does not parse" in message and "pip install" not in message
+    assert not isinstance(info.value, EmbeddingNotInstalledError) and len(message.splitlines()) == 1
