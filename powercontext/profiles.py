@@ -10,7 +10,6 @@ CLI's and the magics' ``--embedding``, the harness's ``--embeddings``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -22,13 +21,13 @@ from .bundled import BUNDLED, bundled_name
 from .embedding import EmbeddingModel, SentenceTransformerEmbedding
 from .errors import InvalidMemoryRequestError
 from .model import EmbeddingProfile
+from .model_files import folder_digest
 
 __all__ = ["bundled_model", "describe", "local_model", "local_profile", "resolve"]
 
 # The files a sentence-transformers folder is recognised by (one is enough): what
 # SentenceTransformer(path) itself reads first.
 _MODEL_MARKERS = ("modules.json", "config_sentence_transformers.json", "sentence_bert_config.json")
-_CONFIGS = ("modules.json", "config_sentence_transformers.json", "sentence_bert_config.json", "config.json")
 
 
 def bundled_model(name: str) -> EmbeddingModel:
@@ -96,8 +95,9 @@ def _check_scripts(scripts: Sequence[str] | None) -> tuple[str, ...] | None:
 
 def local_profile(path: str | os.PathLike[str], scripts: Sequence[str] | str | None = None) -> EmbeddingProfile:
     """The profile of a local sentence-transformers folder, read from its config
-    without loading the model: ``profile_id`` = the folder's name plus a hash of its
-    config files (so a moved folder keeps its profile, a changed model does not),
+    without loading the model: ``profile_id`` = the folder's name plus a hash of the
+    files that define its vectors: weights, tokenizer, configs (``model_files``; so a
+    moved folder keeps its profile, a changed model does not),
     the dimension from its modules. ``scripts``: what the model reads (``latin``,
     ``cjk``, ``other``); None declares nothing (every script counts as covered)."""
     folder = Path(path).expanduser()
@@ -112,12 +112,13 @@ def local_profile(path: str | os.PathLike[str], scripts: Sequence[str] | str | N
     if dimension is None or dimension < 1:
         raise InvalidMemoryRequestError(f"{shown!r}: its config does not declare an embedding dimension "
                                         "(no Pooling or Dense module, no hidden_size)")
-    digest = hashlib.sha256()
-    for name in _CONFIGS:
-        for config in sorted(folder.glob(f"**/{name}")):
-            digest.update(config.relative_to(folder).as_posix().encode() + b"\0" + config.read_bytes())
+    try:
+        digest = folder_digest(folder)
+    except OSError as exc:  # an unreadable weights file, a folder removed while hashed
+        raise InvalidMemoryRequestError(f"{shown!r}: cannot read the model's files ({type(exc).__name__}: "
+                                        f"{exc.strerror or exc})") from exc
     slug = re.sub(r"[^a-z0-9]+", "-", folder.resolve().name.lower()).strip("-")[:48] or "model"
-    return EmbeddingProfile(profile_id=f"local-{slug}-{digest.hexdigest()[:10]}", model=f"local:{folder.resolve().name}",
+    return EmbeddingProfile(profile_id=f"local-{slug}-{digest[:10]}", model=f"local:{folder.resolve().name}",
                             dimension=dimension, distance="l2", normalization="unit", scripts=_check_scripts(scripts))
 
 

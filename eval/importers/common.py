@@ -199,7 +199,7 @@ class CorpusBuilder:
         """Add the entry known upstream as ``key``; returns the entry ids it became
         (several when the text was split, an earlier one when it is a duplicate, none
         when it is empty). ``ids_of(key)`` returns the same later."""
-        parts = split_text(text)
+        parts = split_text(utf8_text(text, f"the text of {key!r}"))
         if not parts:
             self.empty += 1
             self._alias[key] = []
@@ -335,16 +335,21 @@ class CorpusBuilder:
             sheet.notes.append(f"{self.empty} upstream text(s) were empty and were skipped")
 
 
-def _json_line(row: dict, what: str) -> str:
-    line = json.dumps(row, ensure_ascii=False) + "\n"
+def utf8_text(text: str, what: str) -> str:
+    """``text`` if it has a UTF-8 form; a lone surrogate (JSON's ``\\ud800`` escape with no
+    pair) is refused in one line naming ``what`` holds it."""
     try:
-        line.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise LayoutError(
-            f"{what} {row.get('id')!r}: holds a lone surrogate ({exc.object[exc.start:exc.end]!r}), a \\ud800-style "
+            f"{what}: holds a lone surrogate ({exc.object[exc.start:exc.end]!r}), a \\ud800-style "
             "escape with no character; fix it in the upstream file"
         ) from None
-    return line
+    return text
+
+
+def _json_line(row: dict, what: str) -> str:
+    return utf8_text(json.dumps(row, ensure_ascii=False) + "\n", f"{what} {row.get('id')!r}")
 
 
 def _target(out: Path, force: bool) -> Path:

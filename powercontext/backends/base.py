@@ -188,8 +188,8 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
             # check only; the search's own transaction re-confirms (retrieval.py).
             with self._completeness_lock:
                 known = [self._completeness.get(r) for r in refs]
-            if None not in known:
-                return all(known)
+            if all(k is True for k in known):  # not-complete is re-read: a ref may no longer be the head
+                return True
         return await self._run(self._vector_complete_sync, refs)
 
     async def close(self) -> None:

@@ -76,6 +76,18 @@ def fts_pool(rows: list[tuple[Any, ...]], terms: tuple[str, ...], pool: int,
     return [(rows[i], place[i], tuple(t for t in terms if t in held[i])) for i in sorted(place)]
 
 
+def _check_head(ref: ArtifactRef, head: int | None, moved: bool = False) -> None:
+    """The one rule a search applies to each selected Revision: its Memory exists and
+    ``ref`` is its head. ``moved``: the head changed during this search (a retry)."""
+    if head is None:
+        raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
+    if head != ref.revision and not moved:
+        raise NotHeadError(f"{ref} is not the head (Revision {head}); search reads current heads only: "
+                           "pass svc.head(...) or the latest Revision")
+    if head != ref.revision:
+        raise NotHeadError(f"{ref} is no longer the head (now Revision {head}); search the current head")
+
+
 class AuthoritativeRetrieval:
     """Mixin of DatabaseMemoryBackend: retrieval and vector completeness."""
 
@@ -98,16 +110,7 @@ class AuthoritativeRetrieval:
         with self._transaction(write=False) as tx:
             heads, schema = self._search_state(tx, [r.artifact_id for r in request.memories])
             for ref in request.memories:
-                head = heads.get(ref.artifact_id)
-                if head is None:
-                    raise ArtifactNotFoundError(f"no Memory {ref.artifact_id!r} in this database")
-                if head != ref.revision and attempt == 0:
-                    raise NotHeadError(f"{ref} is not the head (Revision {head}); search reads current heads only: "
-                                       "pass svc.head(...) or the latest Revision")
-                if head != ref.revision:
-                    raise NotHeadError(
-                        f"{ref} is no longer the head (now Revision {head}); search the current head"
-                    )
+                _check_head(ref, heads.get(ref.artifact_id), moved=attempt > 0)
             ids = [r.artifact_id for r in request.memories]
             self._check_analyzer_record(schema.get("analyzer"))  # stored tokens and query terms from one analyzer
             self._check_profile_record(schema.get("embedding_profile"))  # stored and query vectors from one model
@@ -123,6 +126,12 @@ class AuthoritativeRetrieval:
                 check_vector(request.query_vector, self.embedding_profile)
                 for ref in request.memories:  # reconfirmed in the query transaction
                     if not self._projection_present(tx, ref, generation):
+                        # At READ COMMITTED the rows read may be a newer head's: a head
+                        # that moved is the race (retried, then NotHeadError), not a
+                        # projection to rebuild.
+                        if self._read_head(tx, ref.artifact_id) != ref.revision:
+                            self._forget_completeness(ref)
+                            raise _HeadMoved(f"{ref} stopped being the head")
                         raise CapabilityNotSupportedError(
                             f"the vector projection of {ref} is incomplete; run rebuild_projections()"
                         )
@@ -244,14 +253,25 @@ class AuthoritativeRetrieval:
         Revision (a new head is a new key; commits here also invalidate)."""
         if not self._capabilities_sync().vector:
             return False
-        missing = [r for r in refs if r not in self._completeness]
-        if missing:
+        with self._completeness_lock:
+            unsure = [r for r in refs if self._completeness.get(r) is not True]
+        if unsure:
+            # A ref not known complete is read again with its head: one that is not the
+            # head is NotHeadError (what a full-text search says), never "incomplete",
+            # whose advice (rebuild the projections) would be wrong.
             with self._transaction(write=False) as tx:
-                for ref in missing:
-                    complete = self._read_head(tx, ref.artifact_id) == ref.revision and self._projection_complete(tx, ref.artifact_id)
-                    with self._completeness_lock:
-                        self._completeness[ref] = complete
-        return all(self._completeness[r] for r in refs)
+                for ref in unsure:
+                    _check_head(ref, self._read_head(tx, ref.artifact_id))
+                    if ref not in self._completeness:
+                        complete = self._projection_complete(tx, ref.artifact_id)
+                        with self._completeness_lock:
+                            self._completeness[ref] = complete
+        with self._completeness_lock:
+            return all(self._completeness.get(r, False) for r in refs)
+
+    def _forget_completeness(self, ref: ArtifactRef) -> None:
+        with self._completeness_lock:
+            self._completeness.pop(ref, None)
 
     def _centroid_of(self, tx: Any, refs: tuple[ArtifactRef, ...], generation: int) -> tuple[float, ...] | None:
         """c̄ of exactly the heads confirmed in this transaction. Their sums change only

@@ -40,7 +40,7 @@ from .scheduling import (
 from .composition import PowerContext, compose
 from .scoped import ScopedRuntime
 from .scopes import validate_scope
-from .sqlite_storage import MEMORY, SQLiteRuntimeStorage, sqlite_database_path
+from .sqlite_storage import MEMORY, SQLiteRuntimeStorage, runtime_target, sqlite_database_path
 from .storage import RuntimeStorage
 from .trigger import SourceWindowTrigger, window_limit
 
@@ -156,9 +156,7 @@ class PowerContextRuntime:
         _check_pipeline(candidate_pipeline)
         if "pipeline" in service_options:
             raise InvalidRuntimeRequestError("pass the candidate pipeline as candidate_pipeline=, not pipeline=")
-        target = os.fspath(target) if isinstance(target, os.PathLike) else target
-        if not isinstance(target, str) or not target:
-            raise InvalidRuntimeRequestError(f"a Runtime database is a SQLite path or an oceanbase:// URL, got {shown(target)}")
+        target = runtime_target(target)
         server = _is_server_url(target)
         if server:
             from .oceanbase_storage import oceanbase_database_key

@@ -70,14 +70,30 @@ CREATE INDEX IF NOT EXISTS idx_runtime_source_windows_scope
 """
 
 
-def sqlite_database_path(target: Any) -> str:
-    """The absolute, symlink-resolved path of a SQLite Runtime database (or
-    ``:memory:``): a relative path is resolved against the working directory once, at
-    open, so a later ``chdir`` never opens a second file."""
+def runtime_target(target: Any) -> str:
+    """What ``PowerContextRuntime.open`` accepts as its database: a non-empty string (or
+    path) that has a UTF-8 form: a lone surrogate reaches no file system or server, and
+    would otherwise surface as a raw UnicodeEncodeError from deep in ``realpath``."""
     if isinstance(target, os.PathLike):
         target = os.fspath(target)
     if not isinstance(target, str) or not target:
         raise InvalidRuntimeRequestError(f"a Runtime database is a SQLite path or an oceanbase:// URL, got {shown(target)}")
+    try:
+        target.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidRuntimeRequestError(
+            f"a Runtime database path or URL must be valid Unicode text: it holds a lone surrogate "
+            f"({exc.object[exc.start:exc.end]!r} at {exc.start})") from None
+    if "\x00" in target:
+        raise InvalidRuntimeRequestError("a Runtime database path or URL must not contain NUL characters")
+    return target
+
+
+def sqlite_database_path(target: Any) -> str:
+    """The absolute, symlink-resolved path of a SQLite Runtime database (or
+    ``:memory:``): a relative path is resolved against the working directory once, at
+    open, so a later ``chdir`` never opens a second file."""
+    target = runtime_target(target)
     if target.startswith("sqlite:///"):
         target = target[len("sqlite:///"):] or MEMORY
     elif "://" in target:

@@ -261,16 +261,16 @@ def test_unreachable_server_is_a_clear_error(tiny, tmp_path, monkeypatch, capsys
 
 def test_missing_model_is_a_clear_error(tiny, tmp_path, monkeypatch, capsys):
     import powercontext.embedding as embedding
-    from powercontext.errors import EmbeddingUnavailableError
+    from powercontext.errors import EmbeddingNotInstalledError
 
     def missing():
-        raise EmbeddingUnavailableError("the bundled model is not installed (simulated)")
+        raise EmbeddingNotInstalledError("the bundled model is not installed (simulated)")
 
     monkeypatch.setattr(embedding, "minilm_path", missing)
     assert main(["sweep", "--dataset", str(tiny), "--modes", "vector", "--no-progress", "--out", str(tmp_path / "r"),
                  "--embedding-cache", str(tmp_path / "empty-cache")]) == 2
     err = capsys.readouterr().err
-    assert "embedding model is unavailable" in err and "--modes fts" in err
+    assert "embedding model is unavailable" in err and "--modes fts" in err and "pip install" in err
 
 
 def test_every_subcommand_and_api_function_is_documented():
@@ -353,3 +353,21 @@ def test_compact_maintains_each_database_between_its_load_and_its_retrieval(tiny
     assert "compact" in capsys.readouterr().out  # its own stage in the timings
     compacted = pd.read_parquet(tmp_path / "c" / "cache" / "candidates.parquet")
     pd.testing.assert_frame_equal(compacted, pd.read_parquet(tmp_path / "plain" / "cache" / "candidates.parquet"))
+
+
+def test_a_corrupt_model_folder_names_its_file_and_no_install(tiny, tmp_path, capsys):
+    """Issue 43, item 11: a local model folder whose weights are cut short is a broken
+    folder, not a missing package: the error names the file, never `pip install`."""
+    import shutil
+
+    from powercontext.embedding import minilm_path
+
+    folder = tmp_path / "team-model"
+    shutil.copytree(minilm_path(), folder)
+    with (folder / "model.safetensors").open("r+b") as f:
+        f.truncate(4096)
+    assert main(["sweep", "--dataset", str(tiny), "--modes", "vector", "--no-progress", "--out", str(tmp_path / "r"),
+                 "--embeddings", str(folder), "--embedding-cache", str(tmp_path / "empty-cache")]) == 2
+    err = capsys.readouterr().err
+    assert "model.safetensors" in err and "corrupt or incomplete" in err and "--modes fts" in err, err
+    assert "pip install" not in err and "Traceback" not in err

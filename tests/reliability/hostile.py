@@ -115,6 +115,49 @@ def calls(methods: Mapping[str, Callable], valid: Mapping[str, Callable[[], list
         lambda name: st.tuples(st.just(name), arguments(methods[name], valid)))
 
 
+#: The lone surrogates every string parameter is given in turn (issue 43, item 12): a
+#: high and a low one, alone and inside text (JSON's ``\ud800`` escape decodes to one).
+SURROGATES: tuple[str, ...] = ("\ud800", "a\udfffb")
+
+
+def with_surrogate(value: Any) -> list[Any]:
+    """``value`` with a lone surrogate spliced in, as many ways as its type allows: a
+    string (at its end, so a path or a name passes every check before the encoding),
+    a path, or a sequence holding strings. [] for any other value."""
+    if isinstance(value, str):
+        return [value + "\ud800", value[: len(value) // 2] + "\udfff" + value[len(value) // 2:]]
+    if isinstance(value, Path):
+        return [Path(str(value) + "\ud800")]
+    if isinstance(value, (list, tuple)) and any(isinstance(v, str) for v in value):
+        return [type(value)(v + "\ud800" if isinstance(v, str) else v for v in value)]
+    return []
+
+
+def surrogate_calls(fn: Callable, valid: Mapping[str, Callable[[], list]],
+                    lift: Callable[[Any], list[Any]] = with_surrogate) -> list[dict]:
+    """Keyword arguments for ``fn`` that give each parameter in turn a lone surrogate
+    (alone, and spliced into each of its valid values, so the call gets past the checks
+    before the one that encodes), every other parameter its first valid value or its
+    default. Not drawn at random: every string parameter of every entry point gets one.
+    ``lift`` splices into a valid value (a caller's deferred values need their own)."""
+    params = [p for p in inspect.signature(fn).parameters.values()
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def base(p: inspect.Parameter) -> Any:
+        if p.name in valid and valid[p.name]():
+            return valid[p.name]()[0]
+        return OMIT if p.default is not p.empty else SURROGATES[0]
+
+    out = []
+    for target in params:
+        values = list(SURROGATES) + [bad for good in (valid[target.name]() if target.name in valid else [])
+                                     for bad in lift(good)]
+        for value in values:
+            kwargs = {p.name: (value if p is target else base(p)) for p in params}
+            out.append({k: v for k, v in kwargs.items() if v is not OMIT})
+    return out
+
+
 def describe(kwargs: Mapping[str, Any]) -> str:
     def short(v: Any) -> str:
         try:
@@ -145,6 +188,7 @@ class Ledger:
     raw: list[str] = field(default_factory=list)
     long_messages: list[str] = field(default_factory=list)
     written_on_refusal: list[str] = field(default_factory=list)
+    surrogates: int = 0  # calls of the systematic lone-surrogate pass (surrogate_calls)
 
     def refused(self, name: str, kwargs: Mapping[str, Any], exc: BaseException, allowed: tuple = ()) -> None:
         """Book an exception: typed (checked for its length), or raw."""
@@ -165,7 +209,8 @@ class Ledger:
         return sum(self.calls.values())
 
     def summary(self) -> str:
-        return (f"[{self.label}] {self.total} calls over {len(self.calls)} entry points, "
+        return (f"[{self.label}] {self.total} calls over {len(self.calls)} entry points "
+                f"({self.surrogates} with a lone surrogate), "
                 f"{sum(self.typed.values())} typed refusals, {len(self.raw)} raw exceptions, "
                 f"{len(self.long_messages)} over-long messages, {len(self.written_on_refusal)} writes on refusal")
 
@@ -217,3 +262,33 @@ def command_lines(parser, valid: Mapping[str, list[str]], skip: Iterable[str] = 
     if not parts:
         return st.just([])
     return st.tuples(*parts).map(lambda groups: [word for group in groups for word in group])
+
+
+def surrogate_lines(parser, valid: Mapping[str, list[str]], skip: Iterable[str] = ()) -> list[list[str]]:
+    """argv for an argparse parser that give each positional and each option taking a
+    value, in turn, a lone surrogate (alone, and after its first valid word), every
+    other positional its first valid word: the systematic pass ``command_lines`` draws
+    only by chance."""
+    import argparse
+
+    skip = set(skip)
+    actions = [a for a in parser._actions
+               if not isinstance(a, argparse._HelpAction) and not set(a.option_strings) & skip]
+    positionals = [a for a in actions if not a.option_strings]
+
+    def word(action) -> list[str]:
+        if action.nargs in ("?", "*", argparse.REMAINDER) or action.dest not in valid:
+            return []
+        return [valid[action.dest][0]]
+
+    lines = []
+    for target in actions:
+        if target.option_strings and target.nargs == 0:
+            continue
+        good = valid.get(target.dest, [])[:1]
+        for bad in [*SURROGATES, *(g + "\ud800" for g in good)]:
+            if target.option_strings:
+                lines.append([w for p in positionals for w in word(p)] + [target.option_strings[0], bad])
+            else:
+                lines.append([w for p in positionals for w in ([bad] if p is target else word(p))])
+    return lines

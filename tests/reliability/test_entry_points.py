@@ -25,7 +25,8 @@ from powercontext.backends.seekdb import database_url, drop_database
 
 from ..magics.conftest import shell  # noqa: F401  (the magics' IPython shell fixture)
 from ..support import counts
-from .hostile import QUOTED, Ledger, arguments, public_methods, tree
+from .hostile import QUOTED, Ledger, arguments, public_methods, surrogate_calls, tree, with_surrogate
+from .upstream_files import importer_sources
 
 EXAMPLES = int(os.environ.get("PC_ENTRY_FUZZ_EXAMPLES", "20"))
 
@@ -90,6 +91,22 @@ def _fuzz(loop, ledger: Ledger, methods: dict, valid: dict, snapshot: Callable, 
             loop.run_until_complete(after_call(result))
 
     _each(methods, lambda name: arguments(methods[name], valid), one, factor)
+    # then, not at random: a lone surrogate in every string parameter of every method
+    for name in sorted(methods):
+        for kwargs in surrogate_calls(methods[name], valid, _lift):
+            ledger.surrogates += 1
+            one(name, kwargs)
+
+
+def _lift(value: Any) -> list[Any]:
+    """``with_surrogate`` of a valid value, a deferred one (Later) spliced when resolved."""
+    if not isinstance(value, Later):
+        return with_surrogate(value)
+
+    async def spliced():
+        resolved = await _resolve(value)
+        return (with_surrogate(resolved) or [resolved])[0]
+    return [Later(spliced)]
 
 
 def _difference(before: dict, after: dict) -> str:
@@ -395,42 +412,16 @@ def test_runtime_oceanbase(oceanbase_url, tmp_path, monkeypatch):
 # ---------------------------------------------------------------------------- importers' CLI
 
 
-def _importer_sources(folder: Path) -> dict[str, list[str]]:
-    """Upstream files and folders per format: the real fixtures, and broken ones."""
-    import json
-    import shutil
-
-    fixtures = Path(__file__).resolve().parents[1] / "eval" / "fixtures"
-    folder.mkdir()
-    broken = {
-        "not-utf8.json": b"\xff\xfe caf\xe9", "nested.json": b"[" * 50_000 + b"]" * 50_000, "empty.json": b"",
-        "surrogate.json": json.dumps([{"question_id": "q\ud800", "question": "what \ud800?"}]).encode(),
-        "list.json": b"[1, 2, 3]", "null.json": b"null",
-    }
-    for name, data in broken.items():
-        (folder / name).write_bytes(data)
-    beir = folder / "beir-nan"
-    shutil.copytree(fixtures / "beir" / "minifact", beir)
-    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n1\t4983\tnan\n")
-    common = [str(folder / n) for n in broken] + [str(folder / "missing"), str(folder)]
-    return {
-        "locomo": [str(fixtures / "locomo" / "locomo10.json"), *common],
-        "longmemeval": [str(fixtures / "longmemeval" / "longmemeval_s.json"), *common],
-        "beir": [str(fixtures / "beir" / "minifact"), str(beir), *common],
-        "trec": [str(fixtures / "trec" / "sgml"), str(fixtures / "trec" / "xml"), *common],
-    }
-
-
 def test_importers_cli(tmp_path, monkeypatch, capsys):
     """``python -m powercontext.eval import FORMAT SRC OUT …`` with broken sources, OUTs
     that cannot be folders and junk options: an exit code and one line, never a
     traceback; a failed import leaves OUT as it was."""
     from powercontext.eval.__main__ import build_parser, main
 
-    from .hostile import command_lines
+    from .hostile import command_lines, surrogate_lines
 
     monkeypatch.chdir(tmp_path)
-    sources = _importer_sources(tmp_path / "src")
+    sources = importer_sources(tmp_path / "src")
     outs = tmp_path / "outs"
     outs.mkdir()
     (outs / "a-file").write_text("mine")
@@ -470,6 +461,15 @@ def test_importers_cli(tmp_path, monkeypatch, capsys):
                 ledger.wrote(fmt, {"argv": argv}, "a failed import changed an existing OUT")
 
     _each(sources, argv_of, one, factor=0.5)
+    # then, not at random: every upstream file that holds a lone surrogate, and a lone
+    # surrogate in OUT and in each option's value
+    for fmt, srcs in sources.items():
+        argvs = [[fmt, src, "__fresh__"] for src in srcs if "surrogate" in src or "locomo-" in src
+                 or "longmemeval-" in src]
+        argvs += surrogate_lines(sub, {"format": [fmt], "src": srcs[:1], "out": ["__fresh__"]})
+        for argv in argvs:
+            ledger.surrogates += 1
+            one(fmt, argv)
     print("\n" + ledger.summary())
     ledger.check(sources)
 
@@ -487,7 +487,7 @@ def test_pcmem_subcommands(shell, tmp_path):
     from powercontext.magics import current_magics
     from powercontext.magics import runtime as runtime_magics
 
-    from .hostile import command_lines
+    from .hostile import command_lines, surrogate_lines
 
     magics = current_magics(shell)
     world = str(tmp_path / "world.db")
@@ -551,6 +551,13 @@ def test_pcmem_subcommands(shell, tmp_path):
 
     try:
         _each(lines, lines.__getitem__, one, factor=0.6)
+        for name, method in magics.commands.items():  # then a lone surrogate in every argument
+            parsers = ({f"{name} {a}": runtime_magics.PARSERS[a] for a in runtime_magics.ACTIONS}
+                       if getattr(method, "has_actions", False) else {name: method.parser})
+            for label, parser in parsers.items():
+                for argv in surrogate_lines(parser, valid, skip):
+                    ledger.surrogates += 1
+                    one(label, argv)
     finally:
         magics.pcmem("runtime close")
     print("\n" + ledger.summary())
