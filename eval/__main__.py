@@ -190,7 +190,7 @@ class _Parser(argparse.ArgumentParser):
 
             first = flat.split()[2]
             flat += did_you_mean(first, self._option_names()) if first.startswith("--") else ""
-        self.exit(2, f"{self.prog}: error: {flat}\n(every option: {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {flat} (every option: --help)\n")
 
 
     def _option_names(self) -> set[str]:

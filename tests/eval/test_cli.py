@@ -224,7 +224,7 @@ def test_a_cli_mistake_is_one_line_first_and_refused_before_any_work(tiny, tmp_p
     assert exit_.value.code == 2
     lines = capsys.readouterr().err.splitlines()
     assert expected in lines[0] and lines[0].startswith("python -m powercontext.eval")
-    assert len(lines) == 2 and "--help" in lines[1] and not out.exists()
+    assert len(lines) == 1 and lines[0].endswith("(every option: --help)") and not out.exists()
 
 
 def test_validate_of_a_folder_that_is_not_there_says_so_once(tiny, capsys):
