@@ -28,7 +28,7 @@ import logging
 from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..backends.search_log_table import SearchLogTable
 from ..errors import CapabilityNotSupportedError, InvalidMemoryRequestError, shown
@@ -41,11 +41,11 @@ log = logging.getLogger(__name__)
 #: search_log_cap=N)`` sets another cap.
 DEFAULT_CAP = 10_000
 MAX_CAP = 1_000_000
-#: The table is trimmed back to the cap every TRIM_EVERY appends (or every ``cap``
-#: appends when the cap is smaller), so trimming costs one indexed statement per
-#: hundred searches, not one per search. Between trims it may hold up to
-#: TRIM_EVERY - 1 rows more than the cap; ``search_log()`` never returns more than
-#: the cap's newest.
+#: The table is trimmed back to the cap on a service's first append and then every
+#: TRIM_EVERY appends (every ``cap`` when the cap is smaller), so trimming costs one
+#: indexed statement per hundred searches, not one per search. Between trims it may
+#: hold up to TRIM_EVERY - 1 rows more than the cap (per service logging at once);
+#: ``search_log()`` never returns more than the cap's newest.
 TRIM_EVERY = 100
 
 
@@ -196,7 +196,9 @@ class SearchLog:
             return
         self.appended += 1
         search.setdefault("logged_at", datetime.now(timezone.utc))  # when asked, not when written
-        trim = self.cap if self.appended % min(TRIM_EVERY, self.cap) == 0 else None
+        # the first append of each service trims too: a process killed before its
+        # hundredth search must not leave the next one a log beyond the cap
+        trim = self.cap if (self.appended - 1) % min(TRIM_EVERY, self.cap) == 0 else None
 
         def make() -> tuple[int, str]:
             # Built on the worker thread: wording the reasons and the JSON cost the
@@ -238,7 +240,16 @@ class SearchLog:
             raise InvalidMemoryRequestError(f"limit must be a positive integer or None, got {shown(limit)}")
         await self.drain()
         rows = await self._table.read(since_us, min(limit, self.cap))
-        return [SearchLogRecord.model_validate_json(text).model_copy(update={"id": row_id}) for row_id, text in rows]
+        records = []
+        for row_id, text in rows:
+            try:
+                records.append(SearchLogRecord.model_validate_json(text).model_copy(update={"id": row_id}))
+            except ValidationError as exc:
+                # Appends are whole transactions, so only a hand-edited row gets here: skip
+                # it, so the rest of the log stays readable, and say which one.
+                log.warning("search log: row %s is not a search log record and was skipped (%s)",
+                            row_id, str(exc).splitlines()[0])
+        return records
 
     async def frame(self, since: Any = None, limit: int | None = None):
         """The records as a pandas DataFrame: one row per search; ``hits`` and
