@@ -4,6 +4,7 @@ reading/clearing by time, and that a failing append never fails a search."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from datetime import datetime, timedelta, timezone
@@ -149,3 +150,14 @@ async def test_bad_reads_are_refused_with_the_library_error(open_service):
         await svc.clear_search_log(before="yesterday")
     with pytest.raises(InvalidMemoryRequestError, match="positive integer"):
         await svc.search_log(limit=0)
+
+
+async def test_concurrent_first_searches_all_land_in_a_new_log(open_service):
+    """The log's table is created by the first append; concurrent first appends (four
+    workers on OceanBase) must not race its creation and drop records."""
+    svc = await open_service(search_log=True)
+    rev = await _memory(svc)
+    questions = [f"run the test suite {i}" for i in range(12)]
+    await asyncio.gather(*(svc.search(q, memories=(rev,)) for q in questions))
+    assert sorted(r.question for r in await svc.search_log()) == sorted(questions)
+    assert svc.search_log_failures == 0
