@@ -2,7 +2,8 @@
 
 It sits beside the Memory tables and never among them: no Revision, hash, manifest,
 projection or ``verify`` reads it, so logging (or clearing the log) changes nothing a
-Memory is checked against. The table is created on first use. Every call runs on the
+Memory is checked against. The table is created by the first append; reading or
+clearing a log that was never written creates nothing. Every call runs on the
 backend's worker thread(s) through ``_run``, so a raw driver error never leaves it.
 
 Only SQL and its per-database wrinkles live here; what a record holds, the cap and
@@ -28,6 +29,11 @@ _DDL = {
         "id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, logged_at_us BIGINT NOT NULL, "
         f"record LONGTEXT NOT NULL, INDEX idx_{TABLE}_at (logged_at_us))",
     ),
+}
+# Whether the table exists: reading or clearing a log nobody has written creates nothing.
+_EXISTS = {
+    "sqlite": "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+    "oceanbase": "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",
 }
 
 # Rows are ordered by when the search was asked (taken before the append was queued),
@@ -117,16 +123,19 @@ class SearchLogTable:
                     tx, f"DELETE FROM {TABLE} WHERE logged_at_us < ? OR (logged_at_us = ? AND id <= ?)",
                     (at, at, row_id))
 
+    def _exists(self, tx: Any) -> bool:
+        return self._ready or bool(self._backend._rows(tx, _EXISTS[self._backend.name], (TABLE,)))
+
     def _read_sync(self, since_us: int | None, limit: int) -> list[tuple[int, str]]:
-        self._ensure()
         where, params = ("WHERE logged_at_us >= ?", (since_us,)) if since_us is not None else ("", ())
         with self._backend._transaction(write=False) as tx:
+            if not self._exists(tx):
+                return []
             rows = self._backend._rows(
                 tx, f"SELECT id, record FROM {TABLE} {where} {_NEWEST_FIRST} LIMIT {int(limit)}", params)
         return [(int(i), str(r)) for i, r in reversed(rows)]
 
     def _clear_sync(self, before_us: int | None) -> int:
-        self._ensure()
         where, params = ("WHERE logged_at_us < ?", (before_us,)) if before_us is not None else ("", ())
         with self._log_transaction() as tx:
-            return self._backend._count(tx, f"DELETE FROM {TABLE} {where}", params)
+            return self._backend._count(tx, f"DELETE FROM {TABLE} {where}", params) if self._exists(tx) else 0

@@ -59,6 +59,18 @@ async def test_the_log_is_off_by_default(open_service):
     rev = await _memory(svc)
     await svc.search(QUESTION, memories=(rev,))
     assert await svc.search_log() == []
+    assert await svc.clear_search_log() == 0
+    # nothing was logged, and reading or clearing the log created nothing either
+    assert not await _log_table_exists(svc)
+
+
+async def _log_table_exists(svc) -> bool:
+    table = svc._search_log._table
+
+    def exists():
+        with svc.backend._transaction(write=False) as tx:
+            return table._exists(tx)
+    return await svc.backend._run(exists)
 
 
 async def test_logging_changes_no_revision_hash_or_verify(open_service):
