@@ -62,12 +62,14 @@ scale: $(STAMP)
 # Revision, changes(), revision-cache memory and size limits on both databases
 # (benchmarks/perf_bench.py; BENCH_SIZES=1000,10000,100000 for the large run), then the
 # hybrid search at 1k split into its parts (benchmarks/search_parts_bench.py), then the
-# sweep-vs-retrieval cost (benchmarks/sweep_bench.py). Prints figures, asserts nothing;
-# the latest table is kept in reports/performance.md.
+# sweep-vs-retrieval cost (benchmarks/sweep_bench.py), then what the opt-in search log
+# costs a search at 1k and 10k entries (benchmarks/search_log_bench.py, issue 44). Prints
+# figures, asserts nothing; the latest table is kept in reports/performance.md.
 bench: $(STAMP)
 	$(PY) benchmarks/perf_bench.py --profile --explain
 	$(PY) benchmarks/search_parts_bench.py
 	$(PY) benchmarks/sweep_bench.py
+	$(PY) benchmarks/search_log_bench.py
 
 # A 100,000-entry Memory on both databases (issue 15): one remember() of 100k entries with
 # (seeded) vectors, then every public MemoryService operation on it, each reported as ok /

@@ -20,7 +20,7 @@ import pandas as pd
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from traitlets import Enum, Float, Int, Unicode, observe
+from traitlets import Bool, Enum, Float, Int, Unicode, observe
 
 from powercontext import AdmissionPolicy
 from powercontext.backends.seekdb import DEFAULT_DIR
@@ -71,6 +71,8 @@ class PcMem(Magics):
     database = Unicode("pcmem", help="database name used by `open --seekdb`").tag(config=True)
     seekdb_dir = Unicode(str(DEFAULT_DIR), help="server directory used by `open --seekdb` without DIR").tag(config=True)
     embedding = Unicode(None, allow_none=True, help="default --embedding of open (e.g. 'minilm')").tag(config=True)
+    # Off by default: logged questions can hold secrets (powercontext/memory/search_log.py).
+    search_log = Bool(False, help="open databases with the search log on (as `open --search-log`)").tag(config=True)
     # Session-wide admission thresholds (None: the library's calibrated default). They
     # become the open service's policy, so search, --explain and the widgets share them.
     fts_min_terms = Int(None, allow_none=True, min=1, help="session default fts_min_terms").tag(config=True)
@@ -155,16 +157,20 @@ class PcMem(Magics):
               help="start (or attach to) a local seekdb server on DIR and open --database on it")
     @argument("--database", default=None, help="database name on the --seekdb server (default PcMem.database)")
     @argument("--embedding", default=None, help="embedding model: minilm, e5 or a sentence-transformers folder (enables vector/hybrid search)")
+    @argument("--search-log", action="store_true", default=None,
+              help="log every search in the database: question, hits, rejected candidates (default PcMem.search_log)")
     @argument("-o", "--output", metavar="NAME", help="store the opened MemoryService as NAME")
     def _open(self, args, cell):
         """Open a Memory database (closing the one open before)."""
         embedding = args.embedding or self.embedding
+        args.search_log = bool(args.search_log or self.search_log)
         if args.seekdb is not None:
             if args.target:
                 raise PcMemUserError("give either TARGET or --seekdb [DIR], not both (name the database with --database)")
-            svc = self.session.open_seekdb(args.seekdb or self.seekdb_dir, args.database or self.database, embedding)
+            svc = self.session.open_seekdb(args.seekdb or self.seekdb_dir, args.database or self.database, embedding,
+                                           search_log=args.search_log)
         elif args.target:
-            svc = self.session.open(args.target, embedding)
+            svc = self.session.open(args.target, embedding, search_log=args.search_log)
         else:
             raise PcMemUserError(
                 "open what? `%pcmem open memory.db`, `%pcmem open oceanbase://root@127.0.0.1:2881/pc` or `%pcmem open --seekdb`"
@@ -513,7 +519,8 @@ def open_line(args, embedding: str | None) -> str:
         parts = ["--seekdb"] + ([args.seekdb] if args.seekdb else []) + (["--database", args.database] if args.database else [])
     else:
         parts = [redact(args.target)]
-    return shlex.join(["%pcmem", "open", *parts, *(["--embedding", embedding] if embedding else [])])
+    parts += ["--embedding", embedding] if embedding else []
+    return shlex.join(["%pcmem", "open", *parts, *(["--search-log"] if getattr(args, "search_log", False) else [])])
 
 
 def with_embedding(line: str | None, embedding: str) -> str | None:
@@ -532,7 +539,8 @@ def _document() -> None:
     methods = sorted((f for f in vars(PcMem).values() if getattr(f, "subcommand", None)), key=lambda f: f.subcommand)
     lines = [inspect.cleandoc(PcMem.pcmem.__doc__), "", "Subcommands::", ""]
     lines += ["  " + usage_line(f.parser) for f in methods]
-    lines += ["", "Options: %config PcMem (limit, mode, preview_width, hash_width, kind, database, seekdb_dir, embedding)."]
+    lines += ["", "Options: %config PcMem (limit, mode, preview_width, hash_width, kind, database, seekdb_dir, embedding, "
+              "search_log)."]
     PcMem.pcmem.__doc__ = "\n".join(lines)
 
 

@@ -205,6 +205,7 @@ def _open(magics, session: RuntimeSession, args, cell):
         runtime = runner.run(PowerContextRuntime.open(
             target, candidate_pipeline=pipeline, source_window_limit=args.window, schedule_seconds=args.schedule,
             scheduler_path=args.sidecar, embedding=args.embedding or magics.embedding,
+            search_log=magics.search_log,  # %config PcMem.search_log covers the Runtime's searches too
         ))
     except BaseException:
         if server is not None:

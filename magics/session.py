@@ -49,15 +49,16 @@ class Session:
 
     # ------------------------------------------------------------------ open / close
 
-    def open(self, target: str, embedding: str | None = None) -> pc.MemoryService:
+    def open(self, target: str, embedding: str | None = None, search_log: bool = False) -> pc.MemoryService:
         """Open ``target`` (SQLite path or URL), then close what was open before (a
         failed open leaves the previous database open)."""
-        svc = self.run(pc.open(target, embedding=embedding))
+        svc = self.run(pc.open(target, embedding=embedding, search_log=search_log))
         self.close_service()
         self.svc, self.target = svc, target
         return svc
 
-    def open_seekdb(self, base_dir: str | Path, database: str, embedding: str | None = None) -> pc.MemoryService:
+    def open_seekdb(self, base_dir: str | Path, database: str, embedding: str | None = None,
+                    search_log: bool = False) -> pc.MemoryService:
         """Attach to the seekdb server running on ``base_dir`` or start one there
         (``POWERCONTEXT_OCEANBASE_URL`` wins if set), then open ``database`` on it."""
         from powercontext.backends.seekdb import ensure_server
@@ -65,7 +66,7 @@ class Session:
         if self.server is None or not self.server.running:
             url, server = ensure_server(Path(base_dir).expanduser())
             self.server, self.server_url = server, url
-        return self.open(with_database(self.server_url, database), embedding)
+        return self.open(with_database(self.server_url, database), embedding, search_log)
 
     def close_service(self) -> bool:
         svc, self.svc, self.target, self.current = self.svc, None, None, None

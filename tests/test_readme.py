@@ -45,6 +45,17 @@ def test_readme_vector_block_runs_as_pasted_and_finds_its_answer_in_both_modes(t
     assert f"fts 0.0164 ('fts',) {answer}" in readme and f"hybrid 0.0328 ('fts', 'vector') {answer}" in readme
 
 
+def test_readme_search_log_block_runs_as_pasted_and_prints_what_the_readme_shows(tmp_path):
+    """The search-log tour (issue 44), verbatim in a fresh process; its output is quoted
+    under it in the README."""
+    (block,) = [b for b in python_blocks() if '"searchlog.db"' in b]
+    done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "what must I run before a push? fts [(1, ('fts',))]\n" in done.stdout
+    assert "fts matched 1/4 terms, needs 3" in done.stdout and done.stdout.endswith("1 record deleted\n")
+    assert f"```\n{done.stdout}```" in README.read_text()
+
+
 def test_public_entry_points_exist():
     for name in ("open", "ContentSource", "MemoryEntryInput", "AdmissionPolicy", "MemoryService",
                  "RevisionConflictError", "CapabilityNotSupportedError", "InvalidCitationError"):

@@ -20,6 +20,7 @@ from ..errors import (
 from ..model import ArtifactRef, MemoryRevision, MemorySearchResult
 from . import admission, arguments
 from .admission import AdmissionPolicy
+from .search_log import SearchLogRecord
 
 MODES = ("fts", "vector", "hybrid", "auto")
 MAX_LIMIT = 1000
@@ -124,7 +125,38 @@ class MemorySearch:
         retrieval, used, fallback = await self.retrieve(query, memories, limit, mode, policy)
         hits = admission.fuse(retrieval.channels, policy, limit)
         decisions = admission.explain(retrieval.channels, policy) if explain else ()
+        if self._search_log.enabled:  # background, best effort: never fails this search
+            profile = self.backend.embedding_profile
+            self._search_log.record(
+                question=query, memories=retrieval.memories, requested_mode=mode, mode=used,
+                fallback_reason=fallback, embedding_profile=None if profile is None else profile.profile_id,
+                policy=policy, limit=limit, channels=retrieval.channels, hits=hits, decisions=decisions,
+            )
         return MemorySearchResult(
             query=query, hits=hits, mode=used, requested_mode=mode, policy=policy,
             decisions=decisions, fallback_reason=fallback,
         )
+
+    # ------------------------------------------------------------------ search log
+
+    async def search_log(self, since: Any = None, limit: int | None = None) -> list[SearchLogRecord]:
+        """The logged searches (``pc.open(..., search_log=True)``), oldest first: those
+        logged at or after ``since`` (an aware datetime), at most the newest ``limit``
+        (default: all kept, at most the cap). Each record has the question, the admitted
+        ``hits`` and every ``rejected`` candidate with its signals and ``reason``."""
+        return await self._search_log.read(since, limit)
+
+    async def search_log_frame(self, since: Any = None, limit: int | None = None):
+        """``search_log(...)`` as a pandas DataFrame, one row per search."""
+        return await self._search_log.frame(since, limit)
+
+    async def clear_search_log(self, before: Any = None) -> int:
+        """Empty the search log (or drop the records logged before ``before``, an aware
+        datetime); returns how many were deleted. The Memories are untouched."""
+        return await self._search_log.clear(before)
+
+    @property
+    def search_log_failures(self) -> int:
+        """Appends to the search log that failed since open (each was dropped; the
+        searches they logged returned normally)."""
+        return self._search_log.failures

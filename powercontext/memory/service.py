@@ -52,31 +52,12 @@ from . import arguments, context, migration, patching
 from .arguments import as_ref
 from .admission import AdmissionPolicy
 from .candidates import DefaultCandidatePipeline
+from .search_log import DEFAULT_CAP, SearchLog, check_cap
 from .searching import MemorySearch
+from .source_store import SourceStore
 
 log = logging.getLogger(__name__)
 REMEMBER_MODES = ("append", "extract", "auto")
-
-
-class SourceStore:
-    """``svc.sources``: persist immutable evidence before citing it."""
-
-    def __init__(self, backend: DatabaseMemoryBackend) -> None:
-        self._backend = backend
-
-    async def persist(self, source: ContentSource) -> Source:
-        """Persist a Source (a ContentSource or a typed one from powercontext.evidence).
-        The same payload twice is idempotent; the same name with a different payload
-        raises SourceConflictError."""
-        if hasattr(source, "to_content_source"):
-            source = source.to_content_source()
-        return await self._backend.persist_source(source)
-
-    async def get(self, name: str) -> Source:
-        """The Source persisted under ``name``, re-hashed on read: an altered payload
-        raises InvalidCitationError. (Its hash is anchored where entry versions cite it;
-        ``svc.verify`` checks those SourceRefs too.)"""
-        return await self._backend.get_source(arguments.text_id(name, "name"))
 
 
 class MemoryService(MemorySearch):
@@ -88,8 +69,14 @@ class MemoryService(MemorySearch):
         pipeline: Any = "default",
         ids: IdMinter | None = None,
         policy: AdmissionPolicy | None = None,
+        search_log: bool = False,
+        search_log_cap: int = DEFAULT_CAP,
     ) -> None:
-        self.check_options(pipeline=pipeline, ids=ids, policy=policy)
+        """``search_log=True`` logs every search in the database (memory/search_log.py;
+        off by default: questions can hold secrets), keeping the newest
+        ``search_log_cap`` records."""
+        self.check_options(pipeline=pipeline, ids=ids, policy=policy, search_log=search_log,
+                           search_log_cap=search_log_cap)
         self.backend = backend
         self.embedding = embedding
         # The model-free DefaultCandidatePipeline serves mode="extract" unless the
@@ -100,9 +87,10 @@ class MemoryService(MemorySearch):
         # each embedding model has its own default: thresholds tuned for one model's
         # cosines admit all or nothing under another's
         self.policy = policy or AdmissionPolicy.default_for(backend.embedding_profile)
+        self._search_log = SearchLog(backend, search_log, search_log_cap)
 
     #: The keyword options a service takes (``pc.open`` passes them through).
-    OPTIONS = ("pipeline", "ids", "policy")
+    OPTIONS = ("pipeline", "ids", "policy", "search_log", "search_log_cap")
 
     @staticmethod
     def check_options(**options: Any) -> None:
@@ -111,6 +99,9 @@ class MemoryService(MemorySearch):
         for name in options:
             if name not in MemoryService.OPTIONS:
                 raise InvalidMemoryRequestError(unknown_keyword("MemoryService()", name, MemoryService.OPTIONS))
+        if not isinstance(options.get("search_log", False), bool):
+            raise InvalidMemoryRequestError(f"search_log must be True or False, got {shown(options['search_log'])}")
+        check_cap(options.get("search_log_cap", DEFAULT_CAP))
         pipeline, ids, policy = (options.get(k) for k in ("pipeline", "ids", "policy"))
         if pipeline not in (None, "default") and not inspect.iscoroutinefunction(getattr(pipeline, "extract", None)):
             raise InvalidMemoryRequestError(
@@ -591,6 +582,7 @@ class MemoryService(MemorySearch):
         return await context.render(self, items, budget_chars)
 
     async def close(self) -> None:
+        await self._search_log.drain()  # the searches already answered are logged first
         await self.backend.close()
 
     async def __aenter__(self) -> "MemoryService":

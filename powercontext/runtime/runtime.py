@@ -151,7 +151,8 @@ class PowerContextRuntime:
         Returns only after the Runtime tables, the Memory schema, full-text search and
         — with ``embedding`` — the vector projection answered their probes. Invalid
         window, scheduler, pipeline or embedding configuration is refused before any
-        storage opens. ``service_options`` go to the MemoryService (``ids``, ``policy``)."""
+        storage opens. ``service_options`` go to the MemoryService (``ids``, ``policy``,
+        ``search_log``: scoped searches are then logged, see ``svc.search_log()``)."""
         limit = window_limit(source_window_limit)
         _check_pipeline(candidate_pipeline)
         if "pipeline" in service_options:

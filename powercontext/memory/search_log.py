@@ -1,0 +1,291 @@
+"""The opt-in search log (issue 44): what each search asked and what admission decided.
+
+Off by default, because questions can hold secrets: ``pc.open(..., search_log=True)``
+turns it on. Each ``svc.search`` (and so each Runtime search through that service) then
+appends one ``SearchLogRecord``: when, the question, the Memories searched (refs with
+Revision), requested and used mode, the embedding profile id, the policy in force (its
+JSON), the limit, the admitted hits (entry id, entry version id, rank, channels) and
+every rejected candidate of the retrieved pool with its signals and the reason
+admission gave. Entry texts are not copied: the refs name them exactly.
+
+The record is built from what the search already computed — the retrieved channels
+and the fused hits; the reasons are ``admission.explain``'s, the same words
+``--explain`` shows — never by searching again. It is stored in the same database, in
+a table of its own (``backends/search_log_table.py``), never in the Memory tables: it
+changes no hash, no Revision and no ``verify``.
+
+Best effort: the append runs in the background on the backend's worker thread after
+the search has returned, so logging never fails a search and costs it little (``make
+bench`` measures it). A failed append is counted (``SearchLog.failures``) and logged
+as one warning per service; the search is unaffected. Reading or clearing the log, and
+``svc.close()``, first wait for the appends still in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..backends.search_log_table import SearchLogTable
+from ..errors import CapabilityNotSupportedError, InvalidMemoryRequestError, shown
+from ..model import ArtifactRef, ChannelCandidate, MemoryHit
+from . import admission
+
+log = logging.getLogger(__name__)
+
+#: Rows kept by default. Oldest rows are dropped first; ``pc.open(...,
+#: search_log_cap=N)`` sets another cap. A hybrid search with a full pool (2 × 32
+#: candidates) makes a record of ~30 KB, so the default cap holds up to ~300 MB.
+DEFAULT_CAP = 10_000
+MAX_CAP = 1_000_000
+#: The table is trimmed back to the cap on a service's first append and then every
+#: TRIM_EVERY appends (every ``cap`` when the cap is smaller), so trimming costs one
+#: indexed statement per hundred searches, not one per search. Between trims it may
+#: hold up to TRIM_EVERY - 1 rows more than the cap (per service logging at once);
+#: ``search_log()`` never returns more than the cap's newest.
+TRIM_EVERY = 100
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class LoggedMemory(_Frozen):
+    """A Memory a search read, at the exact Revision it searched."""
+
+    artifact_id: str
+    revision: int
+
+
+class LoggedHit(_Frozen):
+    """An admitted hit, in the order the search returned it (rank 1 first)."""
+
+    memory_artifact_id: str
+    revision: int
+    entry_id: str
+    entry_version_id: str
+    rank: int
+    score: float
+    channels: tuple[str, ...]
+
+
+class LoggedRejection(_Frozen):
+    """A candidate of the retrieved pool that admission refused, with its raw signals
+    (the ones the policy decided on; None where the channel does not measure one)."""
+
+    channel: str
+    channel_rank: int
+    memory_artifact_id: str
+    revision: int
+    entry_id: str
+    entry_version_id: str
+    reason: str
+    matched_terms: int
+    query_terms: int
+    cosine: float | None = None
+    centred: float | None = None
+    support: float | None = None
+    script: str | None = None
+    query_script: str | None = None
+    covered: bool | None = None
+    pool_rank: int | None = None
+
+
+class SearchLogRecord(_Frozen):
+    """One logged search. ``id`` is its row's; records are ordered by ``logged_at``
+    (when the search was asked), then ``id``."""
+
+    id: int | None = None
+    logged_at: datetime
+    question: str
+    memories: tuple[LoggedMemory, ...]
+    requested_mode: str
+    mode: str
+    fallback_reason: str | None = None
+    embedding_profile: str | None = None
+    policy: dict[str, Any]
+    limit: int
+    hits: tuple[LoggedHit, ...]
+    rejected: tuple[LoggedRejection, ...]
+
+
+def record_fields(
+    *,
+    question: str,
+    memories: Sequence[ArtifactRef],
+    requested_mode: str,
+    mode: str,
+    fallback_reason: str | None,
+    embedding_profile: str | None,
+    policy: admission.AdmissionPolicy,
+    limit: int,
+    channels: Mapping[str, Sequence[ChannelCandidate]],
+    hits: Sequence[MemoryHit],
+    decisions: Sequence[Any] = (),
+    logged_at: datetime | None = None,
+) -> dict[str, Any]:
+    """The record of one search, from what it computed, as the plain fields a
+    ``SearchLogRecord`` is read back from. ``decisions``: the search's own ``explain``
+    output when it asked for one (else it is worded here, from the same candidates and
+    policy — pure, no I/O). Plain dicts, not models: validating ~60 nested models per
+    search cost more than the insert; the record is validated when it is read."""
+    decisions = decisions or admission.explain(channels, policy)
+    rejected = []
+    for d in decisions:
+        if d.admitted:
+            continue
+        c = d.candidate
+        row = {"channel": c.channel, "channel_rank": c.rank, "memory_artifact_id": c.memory_ref.artifact_id,
+               "revision": c.memory_ref.revision, "entry_id": c.entry_id, "entry_version_id": c.entry_version_id,
+               "reason": d.reason, "matched_terms": len(c.matched_terms), "query_terms": c.query_term_count}
+        # signals a channel does not measure are left out (None when read back): the
+        # log stays about half the size
+        row.update((name, value) for name in _SIGNALS if (value := getattr(c, name)) is not None)
+        rejected.append(row)
+    return {
+        "logged_at": (logged_at or datetime.now(timezone.utc)).isoformat(),
+        "question": question,
+        "memories": [{"artifact_id": r.artifact_id, "revision": r.revision} for r in memories],
+        "requested_mode": requested_mode,
+        "mode": mode,
+        "fallback_reason": fallback_reason,
+        "embedding_profile": embedding_profile,
+        "policy": policy.to_dict(),
+        "limit": limit,
+        "hits": [{"memory_artifact_id": h.memory_ref.artifact_id, "revision": h.memory_ref.revision,
+                  "entry_id": h.entry_id, "entry_version_id": h.entry_version_id, "rank": i, "score": h.score,
+                  "channels": list(h.matched_by)} for i, h in enumerate(hits, start=1)],
+        "rejected": rejected,
+    }
+
+
+_SIGNALS = ("cosine", "centred", "support", "script", "query_script", "covered", "pool_rank")
+
+
+def record_json(**search: Any) -> str:
+    """``record_fields`` as the compact JSON text a row stores (pydantic-core's encoder:
+    a fifth of the stdlib's time on a record of 64 candidates)."""
+    return pydantic_core.to_json(record_fields(**search)).decode()
+
+
+def build_record(**search: Any) -> SearchLogRecord:
+    """``record_fields`` as a typed, validated ``SearchLogRecord``."""
+    return SearchLogRecord.model_validate(record_fields(**search))
+
+
+def check_cap(cap: Any) -> int:
+    if isinstance(cap, bool) or not isinstance(cap, int) or not 1 <= cap <= MAX_CAP:
+        raise InvalidMemoryRequestError(f"search_log_cap must be an integer in 1..{MAX_CAP:,}, got {shown(cap)}")
+    return cap
+
+
+def _micros(moment: Any, name: str) -> int | None:
+    if moment is None:
+        return None
+    if not isinstance(moment, datetime) or moment.tzinfo is None:
+        raise InvalidMemoryRequestError(
+            f"{name} must be a timezone-aware datetime (e.g. datetime.now(timezone.utc)) or None, got {shown(moment)}"
+        )
+    return int(moment.timestamp() * 1_000_000)
+
+
+class SearchLog:
+    """One service's search log: the switch, the cap, the appends in flight."""
+
+    def __init__(self, backend: Any, enabled: bool, cap: int = DEFAULT_CAP) -> None:
+        self.enabled = enabled
+        self.cap = cap
+        self.appended = 0
+        #: Appends that failed (the search they logged was not affected).
+        self.failures = 0
+        self._table = SearchLogTable(backend)
+        self._pending: set[asyncio.Task] = set()
+
+    def record(self, **search: Any) -> None:
+        """Log one search in the background (``record_fields``'s arguments). Never raises."""
+        if not self.enabled:
+            return
+        self.appended += 1
+        search.setdefault("logged_at", datetime.now(timezone.utc))  # when asked, not when written
+        # the first append of each service trims too: a process killed before its
+        # hundredth search must not leave the next one a log beyond the cap
+        trim = self.cap if (self.appended - 1) % min(TRIM_EVERY, self.cap) == 0 else None
+
+        logged_at_us = int(search["logged_at"].timestamp() * 1_000_000)
+
+        def make() -> tuple[int, str]:
+            # Built on the worker thread: wording the reasons and the JSON cost the
+            # caller's loop nothing.
+            return logged_at_us, record_json(**search)
+
+        try:
+            task = asyncio.get_running_loop().create_task(self._append(make, trim))
+        except Exception as exc:  # noqa: BLE001 - a log must never fail the search
+            self._failed(exc)
+            return
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _append(self, make, trim: int | None) -> None:
+        try:
+            await self._table.append(make, trim)
+        except Exception as exc:  # noqa: BLE001 - best effort by design (module docstring)
+            self._failed(exc)
+
+    def _failed(self, exc: BaseException) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            log.warning("search log: an append failed and was dropped (searches are unaffected; "
+                        "further failures are only counted in svc.search_log_failures): %s: %s",
+                        type(exc).__name__, exc)
+
+    async def drain(self) -> None:
+        """Wait for the appends in flight (their failures were already counted)."""
+        while self._pending:
+            await asyncio.gather(*tuple(self._pending), return_exceptions=True)
+
+    async def read(self, since: Any = None, limit: int | None = None) -> list[SearchLogRecord]:
+        since_us = _micros(since, "since")
+        if limit is None:
+            limit = self.cap
+        elif isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidMemoryRequestError(f"limit must be a positive integer or None, got {shown(limit)}")
+        await self.drain()
+        rows = await self._table.read(since_us, min(limit, self.cap))
+        records = []
+        for row_id, text in rows:
+            try:
+                records.append(SearchLogRecord.model_validate_json(text).model_copy(update={"id": row_id}))
+            except ValidationError as exc:
+                # Appends are whole transactions, so only a hand-edited row gets here: skip
+                # it, so the rest of the log stays readable, and say which one.
+                log.warning("search log: row %s is not a search log record and was skipped (%s)",
+                            row_id, str(exc).splitlines()[0])
+        return records
+
+    async def frame(self, since: Any = None, limit: int | None = None):
+        """The records as a pandas DataFrame: one row per search; ``hits`` and
+        ``rejected`` hold lists of dicts, ``n_hits`` and ``n_rejected`` their sizes."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise CapabilityNotSupportedError(
+                "search_log_frame() needs pandas: pip install 'powercontext[notebook]'") from None
+        rows = []
+        for r in await self.read(since, limit):
+            row = r.model_dump(mode="python")
+            row["memories"] = [f"{m['artifact_id']}@{m['revision']}" for m in row["memories"]]
+            row["n_hits"], row["n_rejected"] = len(r.hits), len(r.rejected)
+            rows.append(row)
+        columns = list(SearchLogRecord.model_fields) + ["n_hits", "n_rejected"]
+        return pd.DataFrame(rows, columns=columns)
+
+    async def clear(self, before: Any = None) -> int:
+        before_us = _micros(before, "before")
+        await self.drain()
+        return await self._table.clear(before_us)

@@ -1,0 +1,175 @@
+"""The opt-in search log (issue 44, item 1), on both databases: what a record holds,
+that it is built from the search's own decisions, that it touches no Memory, the cap,
+reading/clearing by time, and that a failing append never fails a search."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+import powercontext as pc
+from powercontext.backends.search_log_table import TABLE
+from powercontext.canonical import SequentialIds
+from powercontext.errors import InvalidMemoryRequestError
+from powercontext.memory.search_log import SearchLogRecord
+
+TEXTS = (
+    "The test suite runs with uv run pytest from the repository root",
+    "Deploys go through the staging cluster before production",
+    "The API server listens on port 8080 in development",
+    "Database migrations are written with alembic and reviewed by two people",
+    "The integration suite runs nightly on CI",
+)
+QUESTION = "how do we run the test suite with pytest"
+
+
+async def _memory(svc):
+    return await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in TEXTS), mode="append")
+
+
+async def test_a_record_holds_the_question_the_hits_and_every_rejection_with_its_reason(open_service):
+    svc = await open_service(ids=SequentialIds(), search_log=True)
+    rev = await _memory(svc)
+    result = await svc.search(QUESTION, memories=(rev,), limit=3, explain=True)
+    assert result.hits, "the question must admit something for this test to mean anything"
+    (record,) = await svc.search_log()
+    assert isinstance(record, SearchLogRecord) and record.id is not None
+    assert record.question == QUESTION
+    assert [(m.artifact_id, m.revision) for m in record.memories] == [(rev.artifact_id, rev.revision)]
+    assert (record.requested_mode, record.mode, record.limit) == ("auto", result.mode, 3)
+    assert record.policy == svc.policy.to_dict()
+    assert record.embedding_profile is None  # opened full-text only
+    # the hits are the search's own, in its order
+    assert [(h.entry_id, h.entry_version_id, h.rank, h.channels) for h in record.hits] == [
+        (h.entry_id, h.entry_version_id, i, tuple(h.matched_by)) for i, h in enumerate(result.hits, 1)]
+    # every rejected candidate of the pool, with explain's own reason
+    refused = [(d.candidate.entry_version_id, d.reason) for d in result.decisions if not d.admitted]
+    assert refused, "the pool must hold a rejected candidate for this test to mean anything"
+    assert [(r.entry_version_id, r.reason) for r in record.rejected] == refused
+    assert all(r.reason and r.query_terms > 0 for r in record.rejected)
+    assert abs(record.logged_at - datetime.now(timezone.utc)) < timedelta(minutes=1)
+
+
+async def test_the_log_is_off_by_default(open_service):
+    svc = await open_service()
+    rev = await _memory(svc)
+    await svc.search(QUESTION, memories=(rev,))
+    assert await svc.search_log() == []
+    assert await svc.clear_search_log() == 0
+    # nothing was logged, and reading or clearing the log created nothing either
+    assert not await _log_table_exists(svc)
+
+
+async def _log_table_exists(svc) -> bool:
+    table = svc._search_log._table
+
+    def exists():
+        with svc.backend._transaction(write=False) as tx:
+            return table._exists(tx)
+    return await svc.backend._run(exists)
+
+
+async def test_logging_changes_no_revision_hash_or_verify(open_service):
+    svc = await open_service(search_log=True)
+    rev = await _memory(svc)
+    before = await svc.verify(rev)
+    for q in (QUESTION, "staging deploys", "port 8080"):
+        await svc.search(q, memories=(rev,))
+    assert len(await svc.search_log()) == 3
+    head = await svc.head(rev.artifact_id)
+    assert (head.revision, head.content_hash) == (rev.revision, rev.content_hash)
+    after = await svc.verify(rev)
+    assert after.ok and after.issues == before.issues == ()
+    assert await svc.clear_search_log() == 3
+    assert await svc.search_log() == []
+    assert (await svc.verify(rev)).ok
+
+
+async def test_oldest_records_are_dropped_beyond_the_cap(open_service):
+    svc = await open_service(search_log=True, search_log_cap=5)
+    rev = await _memory(svc)
+    for i in range(12):
+        await svc.search(f"run the test suite {i}", memories=(rev,))
+    records = await svc.search_log(limit=100)
+    assert [r.question for r in records] == [f"run the test suite {i}" for i in range(7, 12)]
+    assert [r.logged_at for r in records] == sorted(r.logged_at for r in records)
+    # stored rows: trimmed back to the cap every 5 appends (so at most cap + 4 between trims)
+    table = svc._search_log._table
+    rows = await svc.backend._run(lambda: table._read_sync(None, 1000))
+    assert 5 <= len(rows) <= 9
+
+
+async def test_since_limit_and_clear_before(open_service):
+    svc = await open_service(search_log=True)
+    rev = await _memory(svc)
+    await svc.search("first question", memories=(rev,))
+    await svc.search_log()  # waits for the append: the next one is logged strictly later
+    middle = datetime.now(timezone.utc)
+    await svc.search("second question", memories=(rev,))
+    await svc.search("third question", memories=(rev,))
+    assert [r.question for r in await svc.search_log(since=middle)] == ["second question", "third question"]
+    assert [r.question for r in await svc.search_log(limit=1)] == ["third question"]
+    frame = await svc.search_log_frame()
+    assert list(frame["question"]) == ["first question", "second question", "third question"]
+    assert {"hits", "rejected", "n_hits", "n_rejected", "logged_at"} <= set(frame.columns)
+    assert await svc.clear_search_log(before=middle) == 1
+    assert [r.question for r in await svc.search_log()] == ["second question", "third question"]
+
+
+async def test_a_failing_append_never_fails_the_search(open_service, caplog):
+    svc = await open_service(search_log=True)
+    rev = await _memory(svc)
+    expected = await svc.search(QUESTION, memories=(rev,))
+    assert len(await svc.search_log()) == 1
+    # A real database error: the log table replaced by one the insert cannot write.
+    def break_table():
+        with svc.backend._transaction(write=True) as tx:
+            tx.execute(f"DROP TABLE {TABLE}")
+            tx.execute(f"CREATE TABLE {TABLE} (id INTEGER PRIMARY KEY)")
+    await svc.backend._run(break_table)
+    with caplog.at_level(logging.WARNING, logger="powercontext.memory.search_log"):
+        for _ in range(3):
+            result = await svc.search(QUESTION, memories=(rev,))
+            assert result.hits == expected.hits
+        await svc._search_log.drain()
+    assert svc.search_log_failures == 3
+    warnings = [r for r in caplog.records if r.name == "powercontext.memory.search_log"]
+    assert len(warnings) == 1 and "search log" in warnings[0].getMessage()
+    assert (await svc.verify(rev)).ok
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"search_log": "yes"}, "search_log must be True or False"),
+    ({"search_log": True, "search_log_cap": 0}, "search_log_cap must be an integer"),
+    ({"search_log": True, "search_log_cap": True}, "search_log_cap must be an integer"),
+])
+async def test_bad_options_are_refused_before_anything_is_created(tmp_path, options, words):
+    path = tmp_path / "refused.db"
+    with pytest.raises(InvalidMemoryRequestError, match=words):
+        await pc.open(str(path), **options)
+    assert not os.path.exists(path)
+
+
+async def test_bad_reads_are_refused_with_the_library_error(open_service):
+    svc = await open_service(search_log=True)
+    with pytest.raises(InvalidMemoryRequestError, match="timezone-aware datetime"):
+        await svc.search_log(since=datetime.now())
+    with pytest.raises(InvalidMemoryRequestError, match="timezone-aware datetime"):
+        await svc.clear_search_log(before="yesterday")
+    with pytest.raises(InvalidMemoryRequestError, match="positive integer"):
+        await svc.search_log(limit=0)
+
+
+async def test_concurrent_first_searches_all_land_in_a_new_log(open_service):
+    """The log's table is created by the first append; concurrent first appends (four
+    workers on OceanBase) must not race its creation and drop records."""
+    svc = await open_service(search_log=True)
+    rev = await _memory(svc)
+    questions = [f"run the test suite {i}" for i in range(12)]
+    await asyncio.gather(*(svc.search(q, memories=(rev,)) for q in questions))
+    assert sorted(r.question for r in await svc.search_log()) == sorted(questions)
+    assert svc.search_log_failures == 0
