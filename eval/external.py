@@ -104,4 +104,4 @@ def external_per_query(runs: Mapping[str, Mapping[str, Sequence[str]]], queries:
                 df[metric] = values[metric]
             df["ranking"] = rankings
             frames.append(df)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return M.per_query_scoped(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame()

@@ -342,7 +342,7 @@ async def arun(datasets: Any = None, policy: AdmissionPolicy = INITIAL, backends
                 rows.append(dict(backend=backend, mode=mode, policy="run", label=policy_label(policy, mode),
                                  **q._asdict(), **point_values(policy, mode, limit),
                                  **{k: float(v[0]) for k, v in values.items()}, ranking=tuple(ids)))
-    per_query = pd.DataFrame(rows).drop(columns=["Index"], errors="ignore")
+    per_query = M.per_query_scoped(pd.DataFrame(rows).drop(columns=["Index"], errors="ignore"))
     return per_query, summary_frame(per_query, qrels)
 
 

@@ -21,9 +21,12 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "METRICS",
@@ -32,6 +35,7 @@ __all__ = [
     "bootstrap_ci_rows",
     "idcg",
     "nauc",
+    "per_query_scoped",
     "paired_randomization_test",
     "ranx_compare",
     "ranx_scores",
@@ -123,6 +127,18 @@ def row_metrics(gains: np.ndarray, n_admitted: np.ndarray, n_rel: np.ndarray, id
     out["empty_answer"] = (hits == 0).astype(np.float64)
     out["hits"] = hits.astype(np.float64)
     return out
+
+
+def per_query_scoped(frame: "pd.DataFrame") -> "pd.DataFrame":
+    """A per-query table with each abstention rate left blank (NaN) outside the
+    queries it is defined on: ``false_admission`` only for questions with an empty
+    ideal answer, ``empty_answer`` only for answerable ones. A row reading "false
+    admission 1" for a question that has an answer misled readers of the run folder.
+    (``row_metrics`` keeps 0/1 everywhere: the sweep's weighted sums need numbers.)"""
+    positive = frame["positive"].astype(bool)
+    frame.loc[positive, "false_admission"] = math.nan
+    frame.loc[~positive, "empty_answer"] = math.nan
+    return frame
 
 
 # ---------------------------------------------------------------------------- ranx

@@ -63,7 +63,7 @@ def per_query_table(replays, queries: pd.DataFrame, recs: dict[str, Recommendati
             ranking = replay.ranking(policy, limit)
             df["ranking"] = [tuple(ranking[q]) for q in df["query_id"]]
             frames.append(df)
-    return pd.concat(frames, ignore_index=True)
+    return M.per_query_scoped(pd.concat(frames, ignore_index=True))
 
 
 def _population(df: pd.DataFrame, metric: str) -> pd.DataFrame:

@@ -74,6 +74,13 @@ def test_a_run_folder_reads_back_with_harness_load(tiny, tmp_path):
     assert isinstance(per_query["ranking"][0], tuple) and isinstance(per_query["tags"][0], tuple)
     live_q = result.per_query.sort_values(["policy", "query_id"]).reset_index(drop=True)
     assert per_query["ranking"].tolist() == live_q["ranking"].tolist()
+    # issue 44: an answered question has no false-admission rate (it read "1"), an
+    # unanswerable one no empty-answer rate; each is 0/1 where it is defined
+    answered, unanswerable = per_query[per_query["positive"]], per_query[~per_query["positive"]]
+    assert len(answered) and len(unanswerable)
+    assert answered["false_admission"].isna().all() and unanswerable["empty_answer"].isna().all()
+    assert set(unanswerable["false_admission"]) <= {0.0, 1.0} and set(answered["empty_answer"]) <= {0.0, 1.0}
+    assert (unanswerable["false_admission"] == (unanswerable["hits"] > 0)).all()
     with pytest.raises(AttributeError, match="no table 'nope'"):
         run.nope
     from powercontext.magics.widgets import ThresholdTuner
