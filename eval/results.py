@@ -32,6 +32,7 @@ from powercontext.errors import PowerContextError, shown
 
 from . import metrics as M
 from .databases import EvalError
+from .private import private_dir, private_file
 
 __all__ = ["CSV_ROWS", "RunFolderError", "RunTables", "load", "read_table", "write_table"]
 
@@ -72,8 +73,7 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_dir(folder)
     keys = [k for k in sort if k in frame.columns]
     if keys:
         frame = frame.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
@@ -81,7 +81,8 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
     table = pa.Table.from_pandas(stored, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), _MIXED.encode(): json.dumps(mixed).encode()})
     path = folder / f"{name}.parquet"
-    pq.write_table(table, path, compression=COMPRESSION)
+    with private_file(path) as fh:
+        pq.write_table(table, fh, compression=COMPRESSION)
     if csv and len(frame) <= CSV_ROWS:
         write_csv(frame, folder / f"{name}.csv")
     return path
@@ -90,7 +91,8 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
     joined = {c: frame[c].map(lambda v: " ".join(map(str, v)) if _is_sequence(v) else v)
               for c in frame.columns if frame[c].dtype == object and frame[c].map(_is_sequence).any()}
-    (frame.assign(**joined) if joined else frame).to_csv(path, index=False, float_format="%.6g")
+    with private_file(path, "w", encoding="utf-8") as fh:
+        (frame.assign(**joined) if joined else frame).to_csv(fh, index=False, float_format="%.6g")
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
