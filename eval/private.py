@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["DIR_MODE", "FILE_MODE", "private_dir", "private_file", "tighten", "write_private_text"]
+__all__ = ["DIR_MODE", "FILE_MODE", "missing_folders", "private_dir", "private_file", "remove_empty", "tighten",
+           "write_private_text"]
 
 DIR_MODE, FILE_MODE = 0o700, 0o600
 
@@ -22,12 +23,7 @@ DIR_MODE, FILE_MODE = 0o700, 0o600
 def private_dir(path: str | os.PathLike[str]) -> Path:
     """``path`` as a folder; every folder created on the way is 0700."""
     path = Path(path)
-    missing = []
-    for folder in (path, *path.parents):
-        if folder.exists():
-            break
-        missing.append(folder)
-    for folder in reversed(missing):
+    for folder in reversed(missing_folders(path)):
         try:
             folder.mkdir(mode=DIR_MODE)
         except FileExistsError:  # another process made it meanwhile: it is theirs to set
@@ -64,3 +60,33 @@ def tighten(path: str | os.PathLike[str]) -> Path:
     else could open it in between)."""
     os.chmod(path, FILE_MODE)
     return Path(path)
+
+
+def missing_folders(path: str | os.PathLike[str]) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, deepest first: what a
+    run would create, so that a run which fails can take back exactly that."""
+    path, out = Path(path), []
+    for folder in (path, *path.parents):
+        if folder.exists():
+            break
+        out.append(folder)
+    return out
+
+
+def remove_empty(created: list[Path]) -> None:
+    """Remove the folders of ``created`` (deepest first) that hold nothing but empty
+    folders: a run that failed before writing anything leaves no empty run folder
+    behind. A folder with any file in it is kept, and so is everything above it."""
+    for folder in created:
+        if not folder.is_dir():
+            continue
+        for inner, dirs, _ in os.walk(folder, topdown=False):
+            for name in dirs:
+                try:
+                    os.rmdir(os.path.join(inner, name))
+                except OSError:
+                    pass  # not empty: kept
+        try:
+            folder.rmdir()
+        except OSError:
+            return
