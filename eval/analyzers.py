@@ -10,6 +10,8 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from .private import write_private_text
+
 METRICS = ("ndcg@10", "false_admission", "empty_answer")
 POLICIES = ("default", "initial", "recommended")
 
@@ -64,7 +66,7 @@ def write(table: pd.DataFrame, analyzers: Sequence[str], out: Path) -> None:
     from .results import write_table
 
     write_table(table, out, "analyzers")
-    (out / "analyzers.md").write_text(
-        f"# Analyzers {' vs '.join(analyzers)}\n\nEach analyzer's run folder is beside this file "
+    write_private_text(
+        out / "analyzers.md", f"# Analyzers {' vs '.join(analyzers)}\n\nEach analyzer's run folder is beside this file "
         f"({', '.join(analyzers)}/). Test split unless the run chose by k folds.\n\n"
-        + format_table(table, analyzers) + "\n", encoding="utf-8")
+        + format_table(table, analyzers) + "\n")

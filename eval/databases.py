@@ -19,6 +19,8 @@ from powercontext.backends.seekdb import database_url, drop_database
 from powercontext.errors import BackendUnavailableError
 from powercontext.suggest import unknown_name
 
+from .private import private_dir
+
 __all__ = ["BACKENDS", "Databases", "EvalError", "check_names"]
 
 BACKENDS = ("sqlite", "oceanbase")
@@ -106,7 +108,7 @@ class Databases:
         slug = re.sub(r"[^a-z0-9]+", "_", corpus.lower()).strip("_")
         if backend == "sqlite":
             path = self.folder / "db" / f"{slug}.sqlite.db"
-            path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(path.parent)  # the databases are 0600 already; their folder is the run folder's
             self._remove_sqlite(path)
             self._files.append(path)
             return str(path)

@@ -27,6 +27,8 @@ import numpy as np
 
 from powercontext.embedding import EmbeddingResult, check_role, takes_role
 
+from .private import private_dir, private_file
+
 __all__ = ["CachingEmbedding", "default_cache_dir", "profile_key", "text_key"]
 
 
@@ -149,10 +151,11 @@ class CachingEmbedding:
     def save(self) -> None:
         if not self._dirty:
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_dir(self.directory)
         keys = np.array(sorted(self._vectors), dtype="U64")
         matrix = np.stack([self._vectors[k] for k in keys]) if len(keys) else np.zeros((0, self.profile.dimension), np.float64)
         tmp = self.path.with_suffix(".tmp.npz")
-        np.savez(tmp, keys=keys, vectors=matrix)
+        with private_file(tmp) as fh:  # its vectors are keyed by every memory's text
+            np.savez(fh, keys=keys, vectors=matrix)
         os.replace(tmp, self.path)
         self._dirty = False

@@ -30,6 +30,7 @@ import pandas as pd
 
 from . import metrics as M
 from .peers import peers_side_by_side
+from .private import private_dir, write_private_text
 from .results import write_csv
 
 METRICS = ("ndcg@10", "false_admission", "empty_answer")
@@ -141,8 +142,7 @@ def format_table(table: pd.DataFrame, profiles: Sequence[str], mode: str | None 
 def write(results: dict[str, Any], out: Path, seed: int = 0) -> dict[str, pd.DataFrame]:
     """``embeddings.csv`` (side by side), ``embedding_winners.csv``,
     ``embedding_paired.csv`` and ``embeddings.md`` in ``out``; returns the three tables."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = private_dir(out)
     profiles = list(results)
     tables = {"side_by_side": side_by_side(results), "winners": winners(results), "paired": paired(results, seed=seed)}
     write_csv(tables["side_by_side"], out / "embeddings.csv")
@@ -169,5 +169,5 @@ def write(results: dict[str, Any], out: Path, seed: int = 0) -> dict[str, pd.Dat
             "Other libraries' default cutoffs replayed at their own top-k (`powercontext.eval.references`): a cosine "
             "cutoff chosen for one model admits a different set under another.", "",
             _md(peers, list(peers.columns)) if len(peers) else "(no vector or hybrid mode in these runs)", ""]
-    (out / "embeddings.md").write_text("\n".join(text), encoding="utf-8")
+    write_private_text(out / "embeddings.md", "\n".join(text))
     return tables

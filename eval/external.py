@@ -3,7 +3,8 @@
 ``sweep --run bm25=runs/bm25.trec`` (``harness.sweep(..., runs={"bm25": path})``) takes a
 run file of another system — a BM25 baseline from another toolkit, a dense retriever —
 for the same queries, with the corpus's entry ids as document ids, in any format ranx
-reads (``<qid> Q0 <docid> <rank> <score> <tag>`` lines, ``.gz``, ranx JSON).
+reads (``<qid> Q0 <docid> <rank> <score> <tag>`` lines, ``.gz``, ranx JSON), read by
+``trecrun`` (streamed, every line checked as it is read).
 
 A query's documents, best score first (ties by document id, as trec_eval breaks them),
 cut at the objective's limit, are its hits; a query the file has no line for returned
@@ -27,6 +28,7 @@ import pandas as pd
 from . import metrics as M
 from .databases import EvalError
 from .grid import POINT_COLUMNS
+from .trecrun import read_ranked
 
 __all__ = ["PREFIX", "external_per_query", "external_runs", "parse_run_option", "read_run"]
 
@@ -45,27 +47,11 @@ def parse_run_option(text: str) -> tuple[str, Path]:
 
 
 def read_run(path: str | Path, query_ids: Sequence[str], entry_ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """query id → its documents, best first, from a run file ranx can read. Refuses a file
-    that names queries or entries the corpora do not have (a run of another collection)."""
-    from ranx import Run
-
-    path = Path(path)
-    if not path.is_file():
-        raise EvalError(f"{path}: no such run file")
-    try:
-        run = Run.from_file(str(path), kind="trec" if path.suffix not in (".json", ".gz", ".lz4") else None)
-    except Exception as exc:  # noqa: BLE001 - any parse failure is the file's, said in one line
-        raise EvalError(f"{path}: not a TREC run file ranx can read ({type(exc).__name__}: {exc})") from None
-    ranked = {str(q): tuple(d for d, _ in sorted(docs.items(), key=lambda x: (-x[1], x[0])))
-              for q, docs in run.to_dict().items()}
-    for what, unknown, known in (("query", sorted(set(ranked) - set(query_ids)), "queries"),
-                                 ("entry", sorted({d for docs in ranked.values() for d in docs} - set(entry_ids)),
-                                  "entries")):
-        if unknown:
-            shown = ", ".join(unknown[:5]) + (f" … ({len(unknown)} in all)" if len(unknown) > 5 else "")
-            raise EvalError(f"{path}: {what} id(s) {shown} are not {known} of the corpora swept; an external run "
-                            f"must use the corpus's query and entry ids")
-    return ranked
+    """query id → its documents, best first, from a run file (TREC lines, gzipped or not,
+    or ranx JSON/LZ4). Streamed and checked line by line (``trecrun``): a file that names
+    queries or entries the corpora do not have (a run of another collection), a bad id, a
+    NaN score or a (query, document) pair given twice is refused at its line."""
+    return read_ranked(path, query_ids, entry_ids)
 
 
 def external_runs(runs: Mapping[str, Any] | None, corpora) -> dict[str, dict[str, tuple[str, ...]]]:

@@ -50,6 +50,7 @@ from .retrieval import channels_of, records_by
 from .splits import DEFAULT_SEED
 from .sweep import INITIAL, MODES, Grid, point_values, policy_label
 from .external import external_runs
+from .private import missing_folders, remove_empty
 from .tables import check_metrics, summary_frame
 from .analysis import SweepResult, analyse  # noqa: F401  (harness.analyse, harness.SweepResult)
 
@@ -140,9 +141,14 @@ async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), mo
     check_metrics(metrics)
     runs = external_runs(runs, [validate(d, style=style) for d in datasets])  # a bad run file: before any bar
     out = Path(out) if out is not None else default_out()
-    collected = await collect(datasets, backends=backends, modes=modes, out=out,
-                              max_limit=max(grid.max_limit, objective.limit), progress=progress, style=style,
-                              split_seed=seed, **collect_options)
+    created = missing_folders(out)
+    try:
+        collected = await collect(datasets, backends=backends, modes=modes, out=out,
+                                  max_limit=max(grid.max_limit, objective.limit), progress=progress, style=style,
+                                  split_seed=seed, **collect_options)
+    except BaseException:
+        remove_empty(created)  # a model refused at its first embed (a wrong dimension): no empty run folder left
+        raise
     start = time.perf_counter()
     result = analyse(collected, grid, objective, progress, folds=folds, seed=seed, runs=runs, metrics=metrics)
     result.stages = _stages(collected, "analyse", time.perf_counter() - start)

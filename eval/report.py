@@ -25,6 +25,7 @@ from . import metrics as M
 from . import runfiles
 from .plots import Png, plot_frontier, plot_limits, plot_peers, plot_thresholds
 from .console import format_summary  # noqa: F401 - the console summary, re-exported
+from .private import private_dir, tighten, write_private_text
 from .results import SWEEP_ORDER, write_table
 from . import verdict
 
@@ -92,15 +93,14 @@ def _records(df: pd.DataFrame) -> list[dict]:
 def write_run(result: Any, out: str | Path) -> Path:
     """Write every table (Parquet, the small ones also CSV: ``results.write_table``),
     the TREC files, summary.json and report.html into ``out``."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = private_dir(out)
     for name, frame, sort in run_tables(result):
         write_table(frame, out, name, sort=sort)
     runfiles.write(result, out)  # qrels.trec + runs/<backend>-<mode>-<policy>.run.gz, for ranx / trec_eval
     if "joint" in set(result.recommendations["mode"]):  # what %config PcMem.policy_file loads
-        result.recommended("joint").save(out / "policy.json")
-    (out / "summary.json").write_text(json.dumps(summary_json(result), indent=2, ensure_ascii=False, default=str))
-    (out / "report.html").write_text(render_html(result), encoding="utf-8")
+        tighten(result.recommended("joint").save(out / "policy.json"))
+    write_private_text(out / "summary.json", json.dumps(summary_json(result), indent=2, ensure_ascii=False, default=str))
+    write_private_text(out / "report.html", render_html(result))
     return out
 
 

@@ -21,16 +21,20 @@ What is stored, and how it reads back:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from . import metrics as M
+from powercontext.errors import PowerContextError, shown
 
-__all__ = ["CSV_ROWS", "RunTables", "load", "read_table", "write_table"]
+from . import metrics as M
+from .databases import EvalError
+from .private import private_dir, private_file
+
+__all__ = ["CSV_ROWS", "RunFolderError", "RunTables", "load", "read_table", "write_table"]
 
 #: Tables up to this many rows are also written as CSV.
 CSV_ROWS = 2_000
@@ -69,8 +73,7 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private_dir(folder)
     keys = [k for k in sort if k in frame.columns]
     if keys:
         frame = frame.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
@@ -78,7 +81,8 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
     table = pa.Table.from_pandas(stored, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), _MIXED.encode(): json.dumps(mixed).encode()})
     path = folder / f"{name}.parquet"
-    pq.write_table(table, path, compression=COMPRESSION)
+    with private_file(path) as fh:
+        pq.write_table(table, fh, compression=COMPRESSION)
     if csv and len(frame) <= CSV_ROWS:
         write_csv(frame, folder / f"{name}.csv")
     return path
@@ -87,7 +91,8 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
 def write_csv(frame: pd.DataFrame, path: Path) -> None:
     joined = {c: frame[c].map(lambda v: " ".join(map(str, v)) if _is_sequence(v) else v)
               for c in frame.columns if frame[c].dtype == object and frame[c].map(_is_sequence).any()}
-    (frame.assign(**joined) if joined else frame).to_csv(path, index=False, float_format="%.6g")
+    with private_file(path, "w", encoding="utf-8") as fh:
+        (frame.assign(**joined) if joined else frame).to_csv(fh, index=False, float_format="%.6g")
 
 
 def read_table(path: str | Path) -> pd.DataFrame:
@@ -114,15 +119,63 @@ def _number_or_word(value: Any) -> Any:
         return value
 
 
-@dataclass
+class RunFolderError(EvalError, PowerContextError, ValueError):
+    """A run folder, or one file of it, that cannot be read back; the message names the
+    file and what to do."""
+
+
+_REDO = "rerun the sweep into a new folder (or delete the file to read the rest without it)"
+
+
+def _read_checked(path: Path) -> pd.DataFrame:
+    """``read_table``, with a damaged or truncated file said in one line naming it."""
+    try:
+        return read_table(path)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for one cause: a bad file
+        raise RunFolderError(f"{path}: not a readable Parquet table ({type(exc).__name__}: {shown(str(exc))}); "
+                             f"{_REDO}") from None
+
+
+class _LazyTables(Mapping):
+    """name → table, each file read on first access (and kept): one damaged file fails
+    only the reads of that table, never the whole ``load``."""
+
+    def __init__(self, paths: dict[str, Path]) -> None:
+        self._paths, self._read = paths, {}
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        if name not in self._read:
+            self._read[name] = _read_checked(self._paths[name])  # KeyError for a name it does not hold
+        return self._read[name]
+
+    def __contains__(self, name: object) -> bool:  # Mapping's would read the table to answer
+        return name in self._paths
+
+    def __iter__(self):
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+
 class RunTables:
     """A run folder read back: every table by name (``tables["sweep"]``, also as an
-    attribute: ``run.sweep``), ``summary`` from summary.json, and the folder. What
-    ``ThresholdTuner`` takes as well as a live ``SweepResult``."""
+    attribute: ``run.sweep``), ``info`` from summary.json, and the folder. What
+    ``ThresholdTuner`` takes as well as a live ``SweepResult``. Each file is read when
+    first asked for, so a damaged one (RunFolderError naming it) leaves the others
+    readable."""
 
-    out: Path
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
-    info: dict = field(default_factory=dict)
+    def __init__(self, out: Path, tables: Mapping[str, pd.DataFrame] | None = None, info: dict | None = None,
+                 info_path: Path | None = None) -> None:
+        self.out, self.tables = Path(out), tables if tables is not None else {}
+        self._info, self._info_path = info, info_path
+
+    @property
+    def info(self) -> dict:
+        """summary.json as a dict ({} when the folder has none)."""
+        if self._info is None:
+            self._info = _read_info(self._info_path) if self._info_path is not None else {}
+        return self._info
 
     def __getattr__(self, name: str) -> pd.DataFrame:
         tables = self.__dict__.get("tables", {})
@@ -134,12 +187,25 @@ class RunTables:
         return f"RunTables({str(self.out)!r}: {', '.join(sorted(self.tables))})"
 
 
+def _read_info(path: Path) -> dict:
+    if not path.is_file():
+        return {}
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunFolderError(f"{path}: not readable JSON ({type(exc).__name__}: {shown(str(exc))}); {_REDO}") from None
+    if not isinstance(info, dict):
+        raise RunFolderError(f"{path}: holds a JSON {type(info).__name__}, not the summary object; {_REDO}")
+    return info
+
+
 def load(run: str | Path) -> RunTables:
-    """Every table of a run folder (``<name>.parquet``) and its summary.json."""
+    """Every table of a run folder (``<name>.parquet``) and its summary.json, each read
+    when first used."""
     out = Path(run)
+    if not out.is_dir():
+        raise RunFolderError(f"{out}: no such run folder; give the folder a sweep wrote (its --out)")
     paths = sorted(out.glob("*.parquet"))
     if not paths:
-        raise FileNotFoundError(f"{out}: no run tables (*.parquet) here; is it a run folder of this version?")
-    info_path = out / "summary.json"
-    info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.is_file() else {}
-    return RunTables(out, {p.stem: read_table(p) for p in paths}, info)
+        raise RunFolderError(f"{out}: no run tables (*.parquet) here; is it a run folder of this version?")
+    return RunTables(out, _LazyTables({p.stem: p for p in paths}), info_path=out / "summary.json")

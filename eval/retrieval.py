@@ -24,6 +24,7 @@ from powercontext.memory.admission import AdmissionPolicy
 from powercontext.model import ArtifactRef, ChannelCandidate
 
 from .loader import LoadedCorpus
+from .private import private_dir, write_private_text
 
 __all__ = [
     "CANDIDATE_COLUMNS",
@@ -171,8 +172,7 @@ def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, m
     ``meta`` (fingerprint, embedding facts) as JSON."""
     from .results import write_table
 
-    cache = Path(folder) / CACHE_DIR
-    cache.mkdir(parents=True, exist_ok=True)
+    cache = private_dir(Path(folder) / CACHE_DIR)
     write_table(candidates, cache, "candidates", csv=False)
     write_table(queries, cache, "retrievals", csv=False)
     spot = meta.get("spot")
@@ -184,7 +184,7 @@ def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, m
             frame = frame.assign(hits=[json.dumps(h) for h in spot["hits"]])
         write_table(frame, cache, name, csv=False)
     rest = {k: v for k, v in meta.items() if k not in _META_TABLES}
-    (cache / "meta.json").write_text(json.dumps(rest, indent=1, default=str), encoding="utf-8")
+    write_private_text(cache / "meta.json", json.dumps(rest, indent=1, default=str))
     (Path(folder) / "candidates.pkl").unlink(missing_ok=True)  # a cache of an older version
 
 

@@ -29,6 +29,8 @@ from typing import Any
 
 import pandas as pd
 
+from .private import private_dir, private_file, write_private_text
+
 __all__ = ["QRELS_NAME", "RUNS_DIR", "ours", "run_path", "write_qrels", "write_runs"]
 
 RUNS_DIR, QRELS_NAME = "runs", "qrels.trec"
@@ -40,7 +42,7 @@ def run_path(out: str | Path, backend: str, mode: str, policy: str) -> Path:
 
 def write_qrels(qrels: dict[str, dict[str, int]], path: Path) -> Path:
     lines = [f"{qid} 0 {eid} {grade}\n" for qid, judged in qrels.items() for eid, grade in judged.items() if grade >= 1]
-    path.write_text("".join(lines), encoding="utf-8")
+    write_private_text(path, "".join(lines))
     return path
 
 
@@ -48,14 +50,14 @@ def write_runs(per_query: pd.DataFrame, out: str | Path, limit: int) -> list[Pat
     """One run file per backend × mode × named policy of ``per_query`` (its ``ranking``
     column holds each query's hits in order)."""
     written = []
-    (Path(out) / RUNS_DIR).mkdir(parents=True, exist_ok=True)
+    private_dir(Path(out) / RUNS_DIR)
     for (backend, mode, policy), group in per_query.groupby(["backend", "mode", "policy"], sort=False):
         tag = f"pc-{backend}-{mode}-{policy}"
         lines = [f"{qid} Q0 {eid} {rank} {limit + 1 - rank} {tag}\n"
                  for qid, ranking in zip(group["query_id"], group["ranking"])
                  for rank, eid in enumerate(ranking, start=1)]
         path = run_path(out, backend, mode, policy)
-        with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
+        with private_file(path) as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz:
             gz.write("".join(lines).encode("utf-8"))  # mtime 0: the same run gives the same bytes
         written.append(path)
     return written

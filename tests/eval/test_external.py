@@ -74,8 +74,8 @@ def test_the_cli_takes_runs_and_several_metrics(tiny, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace("tny-q001 ", "nosuch-q9 ", 1), "query id(s) nosuch-q9 are not queries of the corpora swept"),
-    (lambda t: t.replace("tny-0009", "doc-from-elsewhere", 1), "entry id(s) doc-from-elsewhere are not entries"),
+    (lambda t: t.replace("tny-q001 ", "nosuch-q9 ", 1), "line 1: query id 'nosuch-q9' is not one of the queries of the corpora swept"),
+    (lambda t: t.replace("tny-0009", "doc-from-elsewhere", 1), "document id 'doc-from-elsewhere' is not one of the entries"),
 ])
 def test_a_run_of_another_collection_is_refused_before_anything_runs(tiny, tmp_path, capsys, edit, message):
     run_file = bm25_like(tiny, tmp_path / "bm25.trec")
