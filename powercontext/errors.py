@@ -64,6 +64,13 @@ class CapabilityNotSupportedError(PowerContextError):
     search …) is not available here. Explicit requests never silently fall back."""
 
 
+class EmbeddingRequiredError(CapabilityNotSupportedError):
+    """The database keeps vectors of one embedding profile, and this handle was opened
+    without a model (``embedding=None``): a write through it would leave head rows
+    without vectors, and every handle's vector search on that Memory would refuse until
+    a rebuild. Nothing was written; reopen with the database's embedding."""
+
+
 class MaintenanceNotPermittedError(CapabilityNotSupportedError):
     """The connected account may not run the server's upkeep (OceanBase's ``ALTER
     SYSTEM … FREEZE`` needs the ALTER SYSTEM privilege). Nothing was changed; searches
