@@ -10,6 +10,7 @@ from .errors import (
     AnalyzerMismatchError,
     EmbeddingProfileMismatchError,
     EmbeddingRequiredError,
+    MigrationOvertakenError,
     ArtifactNotFoundError,
     BackendUnavailableError,
     CapabilityNotSupportedError,
@@ -58,7 +59,7 @@ from .model import (
 from .opening import open
 
 __all__ = [
-    "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingRequiredError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
+    "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingRequiredError", "MigrationOvertakenError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
     "CapabilityNotSupportedError", "CommitOutcomeUnknownError", "ConnectionLostError", "ContentSource",
     "DatabaseBusyError", "EmbeddingProfile", "InvalidCitationError",
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MaintenanceNotPermittedError", "ServerLimitError", "MemoryChange", "MemoryCitation",

@@ -59,6 +59,12 @@ class RevisionConflictError(PowerContextError):
     """
 
 
+class MigrationOvertakenError(RevisionConflictError):
+    """Writers moved a Memory on between an embedding migration's catch-up and its
+    write transaction, every time it retried (a bounded number of times). Nothing was
+    migrated: the old profile and its vectors stand. Retry when writes are quieter."""
+
+
 class CapabilityNotSupportedError(PowerContextError):
     """An explicitly requested capability (vector search, an extractor, a non-head
     search …) is not available here. Explicit requests never silently fall back."""
