@@ -9,6 +9,8 @@ from __future__ import annotations
 from .errors import (
     AnalyzerMismatchError,
     EmbeddingProfileMismatchError,
+    EmbeddingRequiredError,
+    MigrationOvertakenError,
     ArtifactNotFoundError,
     BackendUnavailableError,
     CapabilityNotSupportedError,
@@ -57,7 +59,7 @@ from .model import (
 from .opening import open
 
 __all__ = [
-    "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
+    "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingRequiredError", "MigrationOvertakenError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
     "CapabilityNotSupportedError", "CommitOutcomeUnknownError", "ConnectionLostError", "ContentSource",
     "DatabaseBusyError", "EmbeddingProfile", "InvalidCitationError",
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MaintenanceNotPermittedError", "ServerLimitError", "MemoryChange", "MemoryCitation",

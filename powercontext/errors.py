@@ -71,9 +71,22 @@ class RevisionConflictError(PowerContextError):
     """
 
 
+class MigrationOvertakenError(RevisionConflictError):
+    """Writers moved a Memory on between an embedding migration's catch-up and its
+    write transaction, every time it retried (a bounded number of times). Nothing was
+    migrated: the old profile and its vectors stand. Retry when writes are quieter."""
+
+
 class CapabilityNotSupportedError(PowerContextError):
     """An explicitly requested capability (vector search, an extractor, a non-head
     search …) is not available here. Explicit requests never silently fall back."""
+
+
+class EmbeddingRequiredError(CapabilityNotSupportedError):
+    """The database keeps vectors of one embedding profile, and this handle was opened
+    without a model (``embedding=None``): a write through it would leave head rows
+    without vectors, and every handle's vector search on that Memory would refuse until
+    a rebuild. Nothing was written; reopen with the database's embedding."""
 
 
 class MaintenanceNotPermittedError(CapabilityNotSupportedError):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import threading
 from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
@@ -24,9 +23,7 @@ from typing import Any, Callable, Sequence
 
 from .. import analyzer as analyzer_module, canonical
 from ..errors import (
-    AnalyzerMismatchError,
     ArtifactNotFoundError,
-    EmbeddingProfileMismatchError,
     InvalidCitationError,
     InvalidMemoryRequestError,
     MemoryEntryNotFoundError,
@@ -78,6 +75,7 @@ from .revision_store import RevisionStore
 from .version_rows import VersionRows
 from .validation import CommitValidation
 from .verification import MemoryVerification, VerifiedReads
+from .schema_records import SchemaRecords
 
 #: Statements that bind per-entry values bind at most this many (SQLite's variable
 #: limit is 32,766; OceanBase statements must stay under max_allowed_packet).
@@ -86,7 +84,7 @@ IN_LIST_SIZE = 1000
 # -------------------------------------------------------------------------- backend
 
 
-class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, ProjectionRebuild, Maintenance, VersionRows, VerifiedReads, CommitValidation, AuthoritativeRetrieval, ABC):
+class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, ProjectionRebuild, Maintenance, VersionRows, VerifiedReads, CommitValidation, AuthoritativeRetrieval, SchemaRecords, ABC):
     """Async MemoryBackend over synchronous adapter primitives."""
 
     name: str = "database"
@@ -347,7 +345,6 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         self._check_plan(plan, diff)
         searchable = {v.entry_version_id: self.analyzer.searchable_text(v.text) for v in plan.new_versions}
         with self._transaction(write=True) as tx:
-            self._check_stored_schema(tx)
             base_ref = None if plan.base_revision is None else ArtifactRef(plan.artifact_id, plan.base_revision)
             if base_ref is None:
                 head = self._read_head(tx, plan.artifact_id)
@@ -388,6 +385,9 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
                         f"a concurrent writer committed Memory {plan.artifact_id!r} Revision {next_revision} first; retry"
                     ) from exc
                 raise
+            # Only now, holding the head row (a new Memory: locking the profile record),
+            # can the records not move under this commit: see schema_records.py.
+            self._check_stored_schema(tx, lock=plan.base_revision is None)
             if plan.new_versions:
                 self._insert_versions(tx, [self._version_row(v) for v in plan.new_versions])
             rows_vectored = self._apply_projections(tx, plan, base, searchable, diff)
@@ -401,46 +401,6 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         self._prove(encoded.fresh)
         self._remember_verified(ref, row, revision, encoded.layout, validated=True)
         return revision
-
-    # ---------------------------------------------------------------- analyzer and profile records
-
-    def _check_stored_schema(self, tx: Any) -> None:
-        """Inside a write: the database still uses the analyzer this handle analyzes
-        with and the embedding profile it embeds with (another process may have
-        migrated either since we opened it). Both records in one statement: on
-        OceanBase each statement is a round trip."""
-        stored = self._read_schema_values(tx, ("analyzer", "embedding_profile"))
-        self._check_analyzer_record(stored.get("analyzer"))
-        self._check_profile_record(stored.get("embedding_profile"))
-
-    def _check_profile_record(self, recorded: str | None) -> None:
-        """A handle whose profile is not the database's any more would embed with the
-        old model and compare with the new one's vectors: one profile per search."""
-        mine = self.embedding_profile
-        if mine is None:  # writes no vectors and searches full text only: nothing to mix
-            return
-        if recorded is not None and (recorded == self._profile_text() or json.loads(recorded) == mine.to_canonical()):
-            return
-        now = "no embedding profile" if recorded is None else f"embedding profile {json.loads(recorded)['profile_id']!r}"
-        raise EmbeddingProfileMismatchError(
-            f"the {self.name} database was migrated to {now} after this handle opened it with "
-            f"{mine.profile_id!r}: close it and reopen it with the new embedding"
-        )
-
-    def _profile_text(self) -> str:
-        """This handle's profile as the schema records it (the same JSON both backends write)."""
-        profile = self.embedding_profile
-        if getattr(self, "_profile_text_of", (None,))[0] is not profile:
-            self._profile_text_of = (profile, json.dumps(profile.to_canonical(), sort_keys=True))
-        return self._profile_text_of[1]
-
-    def _check_analyzer_record(self, recorded: str | None) -> None:
-        if recorded != self.analyzer.version:
-            check_analyzer(recorded, f"{self.name} database", None)
-            raise AnalyzerMismatchError(
-                f"the {self.name} database was migrated to analyzer {recorded} after this handle opened it "
-                f"with {self.analyzer.version}: close and reopen it"
-            )
 
     # ---------------------------------------------------------------- c̄ (vector sums)
 
@@ -474,7 +434,7 @@ class DatabaseMemoryBackend(DriverErrors, RevisionStore, ProjectionUpkeep, Proje
         for a missing one), in one statement."""
 
     @abstractmethod
-    def _list_heads(self, tx: Any) -> list[tuple[str, int]]: ...
+    def _list_heads(self, tx: Any, lock: bool = False) -> list[tuple[str, int]]: ...
 
     @abstractmethod
     def _read_revision(self, tx: Any, artifact_id: str, revision: int) -> tuple[str, str, str, str | None] | None:

@@ -205,6 +205,9 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
                              DatabaseMemoryBackend):
     name = "oceanbase"
     max_workers = 4
+    # A plain SELECT reads the last committed version and locks nothing: a migration
+    # that read the heads that way let a commit pass its CAS under it (issue 43).
+    ROW_LOCK = " FOR UPDATE"
 
     def __init__(self, url: str, embedding_profile: EmbeddingProfile | None = None, *, create_database: bool = True,
                  analyzer: str | None = None) -> None:

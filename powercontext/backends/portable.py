@@ -75,13 +75,20 @@ class PortableSQL:
                     schema[name] = value
         return heads, schema
 
-    def _read_schema_values(self, tx, keys: Sequence[str]) -> dict[str, str]:
-        """Several powercontext_schema values in one statement (one round trip)."""
-        sql = f"SELECT `key`, value FROM powercontext_schema WHERE `key` IN ({marks(len(keys))})"
-        return {key: value for key, value in self._rows(tx, sql, tuple(keys))}
+    #: Appended to a read that must hold its rows until the transaction ends. SQLite
+    #: has no row locks (BEGIN IMMEDIATE already holds the whole database); a server
+    #: with MVCC reads (OceanBase) says " FOR UPDATE".
+    ROW_LOCK = ""
 
-    def _list_heads(self, tx):
-        return [(a, int(r)) for a, r in self._rows(tx, "SELECT artifact_id, revision FROM artifact_heads")]
+    def _read_schema_values(self, tx, keys: Sequence[str], lock: bool = False) -> dict[str, str]:
+        """Several powercontext_schema values in one statement (one round trip);
+        ``lock``: held until the transaction ends (see ``ROW_LOCK``)."""
+        sql = f"SELECT `key`, value FROM powercontext_schema WHERE `key` IN ({marks(len(keys))})"
+        return {key: value for key, value in self._rows(tx, sql + (self.ROW_LOCK if lock else ""), tuple(keys))}
+
+    def _list_heads(self, tx, lock: bool = False):
+        sql = "SELECT artifact_id, revision FROM artifact_heads" + (self.ROW_LOCK if lock else "")
+        return [(a, int(r)) for a, r in self._rows(tx, sql)]
 
     def _read_revision(self, tx, artifact_id, revision):
         rows = self._rows(

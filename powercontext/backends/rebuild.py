@@ -19,7 +19,12 @@ from typing import Any, Mapping, NamedTuple, Sequence
 import numpy as np
 
 from .. import analyzer as analyzer_module
-from ..errors import CapabilityNotSupportedError, InvalidMemoryRequestError, RevisionConflictError
+from ..errors import (
+    CapabilityNotSupportedError,
+    InvalidMemoryRequestError,
+    MigrationOvertakenError,
+    RevisionConflictError,
+)
 from ..model import ArtifactRef
 from . import centroid
 
@@ -143,19 +148,25 @@ class ProjectionRebuild:
         written = 0
         with self._transaction(write=True) as tx:
             self._check_stored_schema(tx)
-            heads = {artifact_id: revision for artifact_id, revision in self._list_heads(tx)}
+            # The profile record first, then every head, both held to the end: a commit
+            # reads the profile only once it holds its head row (or, creating a Memory,
+            # the profile record), so it either finished before these locks (and its
+            # head differs from what was embedded: the caller catches up) or reads the
+            # new profile after this commits and refuses. Never an old-model vector
+            # among the new ones (issue 43).
+            self._write_schema_value(tx, "embedding_profile", json.dumps(profile.to_canonical(), sort_keys=True))
+            heads = {artifact_id: revision for artifact_id, revision in self._list_heads(tx, lock=True)}
             embedded = {ref.artifact_id: ref.revision for ref in vectors}
             if heads != embedded:
                 moved = sorted(a for a in heads.keys() | embedded.keys() if heads.get(a) != embedded.get(a))
-                raise RevisionConflictError(
-                    f"Memory {moved[0]!r} moved on while its entries were embedded; pause writes and migrate again")
+                raise MigrationOvertakenError(
+                    f"Memory {moved[0]!r} moved on while its entries were embedded ({len(moved)} Memories moved)")
             for ref, given in vectors.items():
                 done = self._rebuild_rows(tx, ref, given, profile)
                 if not done.complete:
                     raise InvalidMemoryRequestError(f"{ref}: a migration needs a vector for every active entry")
                 rebuilt[ref.artifact_id] = done.rows
                 written += done.writes
-            self._write_schema_value(tx, "embedding_profile", json.dumps(profile.to_canonical(), sort_keys=True))
             generation = self._bump_projection_generation(tx)  # other handles' caches of completeness and c̄ go
         self.embedding_profile = profile
         self.last_rebuild_writes = written

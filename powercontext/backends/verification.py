@@ -30,7 +30,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from .. import canonical
 from ..errors import ArtifactNotFoundError, InvalidCitationError, PowerContextError
-from ..model import ArtifactRef, MemoryEntryVersion, MemoryRevision, Source
+from ..model import ArtifactRef, EmbeddingProfile, MemoryEntryVersion, MemoryRevision, Source
 from .rules import stored_row, version_content_hash
 
 IDENTITY_CACHE_SIZE = 100_000
@@ -343,6 +343,7 @@ class VerifiedReads:
                 if self._read_revision(tx, aref.artifact_id, aref.revision) is None:
                     issues.append(f"artifact evidence {aref} does not exist")
             issues += self._projection_issues(tx, artifact_id, revisions.get(head), versions, matched)
+            issues += self._vector_profile_issues(tx, artifact_id)
         return MemoryVerification(
             memory=ArtifactRef(artifact_id, head), revisions=len(revisions), versions=len(versions),
             sources=len(sources), issues=tuple(dict.fromkeys(issues)),
@@ -382,6 +383,29 @@ class VerifiedReads:
                 out.append(f"projection: the full-text index row of entry {entry_id!r} differs from its search text; "
                            f"{rebuild}")
         return out
+
+
+    def _vector_profile_issues(self, tx: Any, artifact_id: str) -> list[str]:
+        """Every stored head vector must carry the embedding hash of the profile the
+        database records (read here, not this handle's: another process may have
+        migrated). A vector embedded by another model — a commit that raced a
+        migration, a row restored from an old backup — passes every content hash, yet
+        vector search refuses the Memory ("missing or stale vectors"); verify() said
+        the database was fine (issue 43). A row without a vector is not reported: a
+        commit during a model outage leaves one on purpose, until a rebuild."""
+        if not self._vector_supported_sync():
+            return []
+        recorded = self._read_schema_values(tx, ("embedding_profile",)).get("embedding_profile")
+        if recorded is None:
+            return []
+        profile = EmbeddingProfile(**json.loads(recorded))
+        stale = sum(1 for content_hash, embedding_hash, has_vector in self._vector_rows(tx, artifact_id)
+                    if has_vector and embedding_hash != self.expected_embedding_hash(content_hash, profile))
+        if not stale:
+            return []
+        return [f"projection: {stale} head vector(s) were not embedded for the recorded profile "
+                f"{profile.profile_id!r} (another model's or another entry's); run svc.rebuild_projections() "
+                "with that embedding"]
 
 
 def _ranges(numbers: Sequence[int]) -> str:

@@ -23,7 +23,6 @@ from ..embedding import embed_checked
 from ..errors import (
     ArtifactNotFoundError,
     CapabilityNotSupportedError,
-    EmbeddingUnavailableError,
     InvalidMemoryRequestError,
     RevisionConflictError,
     shown,
@@ -48,7 +47,7 @@ from ..model import (
     sorted_refs,
 )
 from ..suggest import unknown_keyword
-from . import arguments, context, migration, patching
+from . import arguments, context, migration, patching, vectors
 from .arguments import as_ref
 from .admission import AdmissionPolicy
 from .candidates import DefaultCandidatePipeline
@@ -380,36 +379,7 @@ class MemoryService(MemorySearch):
             return await uow.commit(plan)
 
     async def _vectors_for(self, artifact_id, items, versions, base) -> dict:
-        """Embed every entry whose head projection this commit (re)writes — added,
-        revised and reactivated entries — outside the transaction. A model that is
-        unavailable yields no vectors: the commit stays FTS-only and the projection
-        incomplete until rebuild_projections(). Invalid vectors refuse the write."""
-        if self.embedding is None or self.backend.embedding_profile is None:
-            return {}
-        # Only the changed items can enter the head (every other item is the base's own).
-        entering = [
-            item for entry_id, item in sorted(items.items(), key=lambda kv: utf8_key(kv[0]))
-            if item.state == "active"
-            and ((old := None if base is None else base.manifest.get(entry_id)) is None
-                 or old.state != "active" or old.entry_version_id != item.entry_version_id)
-        ]
-        if not entering:
-            return {}
-        texts = {v.entry_version_id: v.text for v in versions}
-        reactivated = [i.entry_id for i in entering if i.entry_version_id not in texts]
-        if reactivated:
-            loaded = await self.backend.load_versions(base.ref, reactivated)
-            texts.update({v.entry_version_id: v.text for v in loaded.values()})
-        try:
-            vectors = await embed_checked(self.embedding, [texts[i.entry_version_id] for i in entering],
-                                          self.backend.embedding_profile, role="document")
-        except EmbeddingUnavailableError as exc:
-            log.warning("embedding model unavailable; committing full-text only (%s)", exc)
-            return {}
-        return {
-            item.entry_version_id: (self.backend.expected_embedding_hash(item.entry_content_hash), vector)
-            for item, vector in zip(entering, vectors)
-        }
+        return await vectors.for_commit(self, items, versions, base)
 
     async def rebuild_projections(self, memories: Any = None, analyzer: str | None = None) -> dict[str, int]:
         """Offline maintenance: rebuild the FTS and vector projections of each Memory
@@ -439,15 +409,15 @@ class MemoryService(MemorySearch):
         rebuilt = {}
         for ref in refs:
             active = await self.entries(ref)
-            vectors = {}
+            given = {}
             if self.embedding is not None and self.backend.embedding_profile is not None and active:
                 values = await embed_checked(self.embedding, [e.text for e in active], self.backend.embedding_profile,
                                              role="document")
-                vectors = {
+                given = {
                     e.entry_version_id: (self.backend.expected_embedding_hash(e.entry_content_hash), v)
                     for e, v in zip(active, values)
                 }
-            rebuilt[ref.artifact_id] = await self.backend.rebuild(ref, vectors)
+            rebuilt[ref.artifact_id] = await self.backend.rebuild(ref, given)
         return rebuilt
 
     async def migrate_embedding(self, embedding: Any, *, batch_size: int = 64, progress: bool = True):

@@ -160,7 +160,9 @@ async def test_the_analyzer_migration_rebuilds_the_full_text_projection(open_ser
     rev = await svc.remember(None, entries=tuple(E("fact", t) for t in DOCS))
     rev2 = await svc.remember(None, entries=(E("fact", "Keep the validation convention for docs."),))
     target = svc.backend.path if backend_name == "sqlite" else svc.backend.url
-    other = await pc.open(target)  # a second handle, opened before the migration
+    # A second handle, opened before the migration, with the model: a model-less one is
+    # refused any write into this vector database anyway (EmbeddingRequiredError).
+    other = await pc.open(target, embedding=minilm)
     try:
         assert not await svc.search("conventions", (rev2,), mode="fts", policy=NO_ADMISSION)
         before = await _stored_sum(svc, rev.artifact_id)

@@ -13,6 +13,7 @@ from powercontext.errors import (
     EmbeddingProfileMismatchError,
     EmbeddingUnavailableError,
     InvalidMemoryRequestError,
+    MigrationOvertakenError,
     RevisionConflictError,
 )
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
@@ -126,15 +127,18 @@ class FailingAfter:
 
 
 class WritingMeanwhile:
-    """The real E5 model; while it embeds, another writer commits to the database."""
+    """The real E5 model; while it embeds, another writer commits to the database (on
+    each of the first ``times`` embedding calls: the pass, then each catch-up)."""
 
-    def __init__(self, model, writer, memory):
-        self.model, self.profile, self.writer, self.memory = model, model.profile, writer, memory
+    def __init__(self, model, writer, memory, times=1):
+        self.model, self.profile, self.writer, self.memory, self.times = model, model.profile, writer, memory, times
+        self.written = []
 
     async def embed(self, texts, role="document"):
-        if self.writer is not None:
-            writer, self.writer = self.writer, None
-            await writer.remember(await writer.head(self.memory), entries=(E("fact", "Written mid-migration."),))
+        if len(self.written) < self.times:
+            text = f"Written mid-migration, number {len(self.written)}."
+            await self.writer.remember(await self.writer.head(self.memory), entries=(E("fact", text),))
+            self.written.append(text)
         return await self.model.embed(texts, role=role)
 
 
@@ -153,8 +157,12 @@ async def test_a_failed_or_overtaken_migration_leaves_the_old_models_vectors(ope
         await svc.migrate_embedding(FailingAfter(e5, 1), batch_size=2, progress=False)
     unchanged()
     other = await reopen(svc, minilm)
-    with pytest.raises(RevisionConflictError, match="moved on while its entries were embedded"):
-        await svc.migrate_embedding(WritingMeanwhile(e5, other, one.ref.artifact_id), progress=False)
+    # A writer that commits again during every catch-up: after MAX_CATCH_UPS retries the
+    # migration gives up with a typed error, having written nothing.
+    relentless = WritingMeanwhile(e5, other, one.ref.artifact_id, times=99)
+    with pytest.raises(MigrationOvertakenError, match="caught up 5 times and was overtaken again"):
+        await svc.migrate_embedding(relentless, progress=False)
+    assert issubclass(MigrationOvertakenError, RevisionConflictError) and len(relentless.written) == 6
     unchanged()
     # Inside the transaction: the second Memory's vectors miss one entry, refused after
     # the first Memory's rows were rewritten; the rollback keeps every old vector.
@@ -167,11 +175,29 @@ async def test_a_failed_or_overtaken_migration_leaves_the_old_models_vectors(ope
     with pytest.raises(InvalidMemoryRequestError, match="needs a vector for every active entry"):
         await svc.backend.migrate_embedding(e5.profile, vectors)
     everything = [e for ref in refs for e in entries[ref]]
-    assert len(everything) == 7
+    assert len(everything) == 12  # 4 + 2, and the relentless writer's 6
     assert all(same(svc.backend.stored_vector(e.entry_version_id), minilm.encode([e.text], "document")[0])
                for e in everything)
     assert svc.backend.embedding_profile == minilm.profile
     assert (await svc.search("is the staging cluster wiped every Sunday", memories=refs, mode="hybrid")).hits  # still searchable, old model
+
+
+async def test_a_migration_catches_up_with_what_a_writer_committed_during_the_pass(open_service, reopen, minilm, e5):
+    """Issue 43 item 9: a commit during the embedding pass used to fail the whole
+    migration at its end. The migration now re-embeds only what changed and retries."""
+    svc = await open_service(embedding=minilm, ids=SequentialIds())
+    one, two = await _two_memories(svc)
+    writer = WritingMeanwhile(e5, await reopen(svc, minilm), one.ref.artifact_id)
+    report = await svc.migrate_embedding(writer, progress=False)
+    assert (report.catch_ups, report.caught_up_texts) == (1, 1) and "caught up 1×" in str(report)
+    heads = [await svc.head(m.ref.artifact_id) for m in (one, two)]
+    active = [e for h in heads for e in await svc.entries(h)]
+    assert writer.written[0] in {e.text for e in active} and len(active) == 7
+    for entry in active:  # the writer's entry too holds E5's vector, not MiniLM's
+        assert same(svc.backend.stored_vector(entry.entry_version_id), e5.encode([entry.text], "document")[0])
+    assert report.memories == {one.ref.artifact_id: 5, two.ref.artifact_id: 2}
+    for head in heads:
+        assert (await svc.verify(head.ref.artifact_id)).ok
 
 
 async def test_bad_migrations_are_refused_before_any_embedding(open_service, minilm):
