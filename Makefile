@@ -38,10 +38,12 @@ soak-runtime: $(STAMP)
 # The reliability loops at length (issue 13): 100 SIGKILLs of a child writer per
 # database and 2,000 fuzz examples per database, instead of make test's 10 and 120; and
 # the hostile-argument calls of every public entry point (issue 35), 200 per entry point
-# instead of 20 (~20 min).
+# instead of 20 (~20 min); and (issue 43) two real sweeps sharing one seekdb store, the
+# first to finish while the second is paused, 5 rounds, plus a SIGKILLed sweep cleaned up.
 soak: $(STAMP)
 	PC_CRASH_KILLS=100 PC_FUZZ_EXAMPLES=2000 PC_ENTRY_FUZZ_EXAMPLES=200 $(PY) -m pytest -q -s \
 		tests/reliability/test_crash_loop.py tests/reliability/test_fuzz.py tests/reliability/test_entry_points.py
+	PC_STORE_ROUNDS=5 $(PY) -m pytest -q -s tests/eval/test_shared_store.py
 
 # Both bundled embedding models, each swept on its own (results/<run>/minilm, …/e5) and compared
 # side by side (results/<run>/embeddings.md).
