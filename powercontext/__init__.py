@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from .errors import (
+    AccessDeniedError,
     AnalyzerMismatchError,
     EmbeddingProfileMismatchError,
     ArtifactNotFoundError,
@@ -24,6 +25,7 @@ from .errors import (
     PatchMatchError,
     PowerContextError,
     QueryTimeoutError,
+    ReadOnlyError,
     RevisionConflictError,
     ServerLimitError,
     ServiceClosedError,
@@ -57,7 +59,7 @@ from .model import (
 from .opening import open
 
 __all__ = [
-    "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
+    "AccessDeniedError", "ReadOnlyError", "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
     "CapabilityNotSupportedError", "CommitOutcomeUnknownError", "ConnectionLostError", "ContentSource",
     "DatabaseBusyError", "EmbeddingProfile", "InvalidCitationError",
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MaintenanceNotPermittedError", "ServerLimitError", "MemoryChange", "MemoryCitation",
