@@ -6,7 +6,7 @@
     python -m powercontext.eval run --dataset datasets/atlas-etl --policy fts_min_coverage=0.4 --limit 8
     python -m powercontext.eval validate my-corpus [--style bundled]
     python -m powercontext.eval import locomo|longmemeval|beir|trec SRC OUT
-    python -m powercontext.eval cleanup [--store DIR]
+    python -m powercontext.eval cleanup [--store DIR] [--kept]
 
 ``sweep`` loads every corpus into a fresh database per backend (starting a local
 seekdb for OceanBase unless POWERCONTEXT_OCEANBASE_URL names a server), retrieves each
@@ -24,7 +24,8 @@ what`` and exit code 2; a corpus that only breaks the bundled corpora's house st
 runs (a bundled one with a line saying how many style notes it has). ``cleanup`` drops
 the ``pc_eval_*`` databases no live run of the seekdb store claims (those of killed
 runs; the next run drops a killed run's databases too), says what it dropped, and stops
-a server runs started that no live run uses.
+a server runs started that no live run uses; databases kept with ``--keep-databases``
+stay unless ``--kept`` is given.
 """
 
 from __future__ import annotations
@@ -210,6 +211,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("cleanup", help="drop the databases killed runs left on the seekdb store")
     c.add_argument("--store", "--seekdb-dir", dest="store", default=None,
                    help="the seekdb store's base dir (default ~/.cache/powercontext/seekdb)")
+    c.add_argument("--kept", action="store_true", help="also drop the databases runs kept with --keep-databases")
     return parser
 
 
@@ -224,7 +226,7 @@ def cleanup_command(args) -> int:
 
     store = Path(args.store or DEFAULT_DIR).expanduser()
     try:
-        done = cleanup(store)
+        done = cleanup(store, kept=args.kept)
     except (SeekdbStartError, PowerContextError, pymysql.MySQLError, OSError) as exc:
         print(f"error: cannot clean the seekdb store {store}: {exc}", file=sys.stderr)
         return 2

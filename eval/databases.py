@@ -145,6 +145,7 @@ class Databases:
     def close(self) -> None:
         """Drop the OceanBase databases and remove the SQLite files of the run (unless
         ``keep``): the run folder keeps what was measured, not the databases."""
+        kept = list(self._created) if self.keep else []
         if not self.keep:
             for database in self._created:
                 try:
@@ -158,7 +159,8 @@ class Databases:
         self._created.clear()
         self._files.clear()
         if self._lease is not None:
-            self.server_peak_mib = self._lease.finish()  # stops the server only if no other run uses it
+            # stops the server only if no other run uses it; kept databases are not cleanup's
+            self.server_peak_mib = self._lease.finish(kept)
             self._lease = None
 
     def __enter__(self) -> "Databases":

@@ -41,6 +41,9 @@ EVAL_PREFIX = "pc_eval_"
 RUNS = "runs"
 LOCK = "runs.lock"
 STARTED = "server.started"
+#: Databases a run kept on purpose (``--keep-databases``): no lease claims them any more,
+#: and cleanup leaves them unless asked (``--kept``).
+KEPT = "kept.databases"  # JSON, but not *.json: that is a lease
 
 
 def _start_time(pid: int) -> str | None:
@@ -71,7 +74,8 @@ def _leases(store: Path) -> list[tuple[Path, dict]]:
     found = []
     for path in sorted((store / RUNS).glob("*.json")):
         try:
-            found.append((path, json.loads(path.read_text())))
+            record = json.loads(path.read_text())
+            found.append((path, record if isinstance(record, dict) else {}))
         except (OSError, ValueError):
             found.append((path, {}))  # half-written by a killed run: dead
     return found
@@ -85,6 +89,13 @@ def _databases(server: SeekdbServer) -> list[str]:
             return sorted(row[0] for row in cur.fetchall())
     finally:
         con.close()
+
+
+def _kept(store: Path) -> list[str]:
+    try:
+        return [d for d in json.loads((store / RUNS / KEPT).read_text()) if isinstance(d, str)]
+    except (OSError, ValueError, TypeError):
+        return []
 
 
 def _started_pid(store: Path) -> int | None:
@@ -158,10 +169,13 @@ class StoreRun:
             self.record["databases"].append(database)
             write_private(self.path, json.dumps(self.record))
 
-    def finish(self) -> float | None:
-        """Give the lease back; stop the server if a run started it and this was the last
-        live run. Returns the stopped server's peak RSS (MiB), or None if it still runs."""
+    def finish(self, kept: list[str] = ()) -> float | None:
+        """Give the lease back (recording the databases ``kept`` on purpose); stop the
+        server if a run started it and this was the last live run. Returns the stopped
+        server's peak RSS (MiB), or None if it still runs."""
         with _locked(self.store):
+            if kept:
+                write_private(self.store / RUNS / KEPT, json.dumps(sorted({*_kept(self.store), *kept})))
             self.path.unlink(missing_ok=True)
             return _stop_if_unused(self.store, SeekdbServer.attach(self.store))
 
@@ -173,6 +187,7 @@ class Cleaned:
     killed: list[str] = field(default_factory=list)  # databases of dead leases
     unclaimed: list[str] = field(default_factory=list)  # pc_eval_* no lease names
     kept: list[str] = field(default_factory=list)  # databases of live runs
+    kept_on_purpose: list[str] = field(default_factory=list)  # --keep-databases; dropped only with kept=True
     stopped: bool = False  # a run-started server no live run used was stopped
 
     def lines(self) -> list[str]:
@@ -180,15 +195,19 @@ class Cleaned:
         out += [f"dropped {d} (no live run claims it)" for d in self.unclaimed]
         if self.kept:
             out.append(f"kept {len(self.kept)} database(s) of live runs: {', '.join(self.kept)}")
+        if self.kept_on_purpose:
+            out.append(f"kept {len(self.kept_on_purpose)} database(s) a run kept (--keep-databases; drop them with "
+                       f"--kept): {', '.join(self.kept_on_purpose)}")
         if self.stopped:
             out.append("stopped the seekdb server runs had started (no live run uses it)")
         return out or ["nothing to clean"]
 
 
-def cleanup(store: str | os.PathLike[str]) -> Cleaned:
-    """Drop every ``pc_eval_*`` database of ``store``'s server that no live run claims,
-    remove dead leases, and stop a run-started server that no live run uses. A stopped
-    server is started for the drop (its databases are on disk) and stopped again."""
+def cleanup(store: str | os.PathLike[str], kept: bool = False) -> Cleaned:
+    """Drop every ``pc_eval_*`` database of ``store``'s server that no live run claims
+    (and that no run kept with ``--keep-databases``, unless ``kept``), remove dead
+    leases, and stop a run-started server that no live run uses. A stopped server is
+    started for the drop (its databases are on disk) and stopped again."""
     store = Path(store).expanduser().resolve()
     done = Cleaned()
     if not (store / "root.locked").exists():
@@ -203,12 +222,17 @@ def cleanup(store: str | os.PathLike[str]) -> Cleaned:
             existing = set(_databases(server))
             done.killed = [d for d in _drop_dead(store, server.url) if d in existing]
             claimed = {d for _, record in _leases(store) for d in record.get("databases", ())}
+            on_purpose = set() if kept else set(_kept(store))
             for database in _databases(server):
                 if database in claimed:
                     done.kept.append(database)
+                elif database in on_purpose:
+                    done.kept_on_purpose.append(database)
                 else:
                     drop_database(server.url, database)
                     done.unclaimed.append(database)
+            if kept:
+                (store / RUNS / KEPT).unlink(missing_ok=True)
         finally:
             if temporary:
                 server.stop()

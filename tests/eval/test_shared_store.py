@@ -170,3 +170,23 @@ def test_cleanup_drops_a_killed_sweeps_database_and_unclaimed_ones(tiny, store, 
     again = _run(["cleanup", "--store", str(store)], tmp_path / "again.txt")
     again.wait(TIMEOUT)
     assert again.returncode == 0 and "nothing to clean" in (tmp_path / "again.txt").read_text()
+
+
+def test_cleanup_keeps_what_a_sweep_kept_on_purpose_unless_told(tiny, store, tmp_path):
+    out = tmp_path / "kept"
+    out.mkdir()
+    proc = _run(["sweep", "--dataset", str(tiny), "--backends", "oceanbase", "--modes", "fts", "--seekdb-dir",
+                 str(store), "--out", str(out / "run"), "--no-progress", "--keep-databases", *SMALL], out / "log.txt")
+    _finished(proc, out)
+    (kept,) = _left_on_disk(store)
+    first = _run(["cleanup", "--store", str(store)], tmp_path / "first.txt")
+    first.wait(TIMEOUT)
+    printed = (tmp_path / "first.txt").read_text()
+    assert first.returncode == 0 and kept in printed and "--keep-databases" in printed, printed
+    assert _left_on_disk(store) == {kept}
+    second = _run(["cleanup", "--store", str(store), "--kept"], tmp_path / "second.txt")
+    second.wait(TIMEOUT)
+    printed = (tmp_path / "second.txt").read_text()
+    assert second.returncode == 0 and f"dropped {kept} (no live run claims it)" in printed, printed
+    assert SeekdbServer.attach(store) is None
+    assert _left_on_disk(store) == set()
