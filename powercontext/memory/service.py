@@ -186,9 +186,7 @@ class MemoryService(MemorySearch):
         return MemoryCapabilities(fts=db.fts, vector=vector, hybrid=vector, embedding_profile=db.embedding_profile)
 
     @property
-    def read_only(self) -> bool:
-        """True when the account may only read the database (OceanBase ``GRANT SELECT``):
-        every write raises ReadOnlyError, before it reaches the database."""
+    def read_only(self) -> bool:  # an OceanBase GRANT SELECT account: writes raise ReadOnlyError
         return bool(getattr(self.backend, "read_only", False))
 
     # ------------------------------------------------------------------ writes
