@@ -42,17 +42,6 @@ class EvalError(RuntimeError):
     """The harness cannot run as asked; the message says what to do instead."""
 
 
-def peak_rss_mib(pid: int | None) -> float | None:
-    """A process's peak resident set size (Linux ``VmHWM``), or None where unknown."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 class Databases:
     """Opens fresh databases and cleans up what it created (use as a context manager
     or call ``close``)."""

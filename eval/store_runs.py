@@ -60,6 +60,17 @@ def _live(record: dict) -> bool:
     return isinstance(pid, int) and pid_alive(pid) and _start_time(pid) == record.get("started")
 
 
+def peak_rss_mib(pid: int | None) -> float | None:
+    """A process's peak resident set size (Linux ``VmHWM``), or None where unknown."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 @contextlib.contextmanager
 def _locked(store: Path) -> Iterator[None]:
     fd = os.open(store / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
@@ -112,8 +123,6 @@ def _stop_if_unused(store: Path, server: SeekdbServer | None) -> float | None:
         return None
     if any(_live(record) for _, record in _leases(store)):
         return None
-    from .databases import peak_rss_mib
-
     peak = peak_rss_mib(server.pid)
     server.stop()
     (store / RUNS / STARTED).unlink(missing_ok=True)
