@@ -38,14 +38,17 @@ soak-runtime: $(STAMP)
 # The reliability loops at length (issue 13): 100 SIGKILLs of a child writer per
 # database and 2,000 fuzz examples per database, instead of make test's 10 and 120; and
 # the hostile-argument calls of every public entry point (issue 35), 200 per entry point
-# instead of 20 (~20 min). And the embedding migration against a real second process (issue 43):
+# instead of 20 (~20 min). And (issue 43) the embedding migration against a real second process:
 # 10 commits inside the migration's write transaction per database and mode instead of 1, and
-# 3 migrations under a writer committing every 2.5 s (the issue's probe) instead of 1 at 0.5 s.
+# 3 migrations under a writer committing every 2.5 s (the issue's probe) instead of 1 at 0.5 s;
+# two real sweeps sharing one seekdb store, the first to finish while the second is paused,
+# 5 rounds, plus a SIGKILLed sweep cleaned up.
 soak: $(STAMP)
 	PC_CRASH_KILLS=100 PC_FUZZ_EXAMPLES=2000 PC_ENTRY_FUZZ_EXAMPLES=200 $(PY) -m pytest -q -s \
 		tests/reliability/test_crash_loop.py tests/reliability/test_fuzz.py tests/reliability/test_entry_points.py
 	PC_MIGRATION_RACES=10 PC_MIGRATION_WRITER_TRIES=3 PC_MIGRATION_WRITER_PERIOD=2.5 $(PY) -m pytest -q -s \
 		tests/conformance/test_migration_race.py
+	PC_STORE_ROUNDS=5 $(PY) -m pytest -q -s tests/eval/test_shared_store.py
 
 # Both bundled embedding models, each swept on its own (results/<run>/minilm, …/e5) and compared
 # side by side (results/<run>/embeddings.md).

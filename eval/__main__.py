@@ -6,6 +6,7 @@
     python -m powercontext.eval run --dataset datasets/atlas-etl --policy fts_min_coverage=0.4 --limit 8
     python -m powercontext.eval validate my-corpus [--style bundled]
     python -m powercontext.eval import locomo|longmemeval|beir|trec SRC OUT
+    python -m powercontext.eval cleanup [--store DIR] [--kept]
 
 ``sweep`` loads every corpus into a fresh database per backend (starting a local
 seekdb for OceanBase unless POWERCONTEXT_OCEANBASE_URL names a server), retrieves each
@@ -20,7 +21,11 @@ conventions). ``import`` turns a public benchmark (LoCoMo-10, LongMemEval, a BEI
 folder, a TREC collection) into a corpus folder with a datasheet stub; see
 ``powercontext.eval.importers``. A corpus with errors is refused with every problem as ``file:line:
 what`` and exit code 2; a corpus that only breaks the bundled corpora's house style
-runs (a bundled one with a line saying how many style notes it has).
+runs (a bundled one with a line saying how many style notes it has). ``cleanup`` drops
+the ``pc_eval_*`` databases no live run of the seekdb store claims (those of killed
+runs; the next run drops a killed run's databases too), says what it dropped, and stops
+a server runs started that no live run uses; databases kept with ``--keep-databases``
+stay unless ``--kept`` is given.
 """
 
 from __future__ import annotations
@@ -241,7 +246,30 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--topics", default=None, help="trec: the topics file (default: topics* or queries* in SRC)")
     i.add_argument("--collection", default=None, help="trec: the collection (default: collection*/corpus*/docs*)")
     i.add_argument("--field", choices=("title", "description"), default="title", help="trec: the topic field")
+    c = sub.add_parser("cleanup", help="drop the databases killed runs left on the seekdb store")
+    c.add_argument("--store", "--seekdb-dir", dest="store", default=None,
+                   help="the seekdb store's base dir (default ~/.cache/powercontext/seekdb)")
+    c.add_argument("--kept", action="store_true", help="also drop the databases runs kept with --keep-databases")
     return parser
+
+
+def cleanup_command(args) -> int:
+    """``cleanup``: one line per database dropped (and why), or "nothing to clean"."""
+    from powercontext.backends.seekdb import DEFAULT_DIR, SeekdbStartError
+    from powercontext.errors import PowerContextError
+
+    from .store_runs import cleanup
+
+    import pymysql
+
+    store = Path(args.store or DEFAULT_DIR).expanduser()
+    try:
+        done = cleanup(store, kept=args.kept)
+    except (SeekdbStartError, PowerContextError, pymysql.MySQLError, OSError) as exc:
+        print(f"error: cannot clean the seekdb store {store}: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(f"{store}: {line}" for line in done.lines()))
+    return 0
 
 
 def import_command(args) -> int:
@@ -374,6 +402,8 @@ def main(argv: list[str] | None = None) -> int:
         return validate_command(args)
     if args.command == "import":
         return import_command(args)
+    if args.command == "cleanup":
+        return cleanup_command(args)
     from powercontext.backends.seekdb import SeekdbStartError
     from powercontext.errors import PowerContextError
 

@@ -3,7 +3,9 @@
 SQLite databases are files in the run folder (``<out>/db/<corpus>.sqlite.db``);
 OceanBase databases are ``pc_eval_<corpus>_<token>`` on the server given by
 ``POWERCONTEXT_OCEANBASE_URL`` or on a seekdb the harness starts itself
-(``ensure_server``), dropped when the run ends unless ``keep`` is set.
+(``ensure_server``), dropped when the run ends unless ``keep`` is set. Runs sharing
+a seekdb store hold leases in it (``store_runs``): the last one out stops the server,
+and the databases of a killed run are dropped by the next run or ``cleanup``.
 """
 
 from __future__ import annotations
@@ -42,17 +44,6 @@ class EvalError(RuntimeError):
     """The harness cannot run as asked; the message says what to do instead."""
 
 
-def peak_rss_mib(pid: int | None) -> float | None:
-    """A process's peak resident set size (Linux ``VmHWM``), or None where unknown."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 class Databases:
     """Opens fresh databases and cleans up what it created (use as a context manager
     or call ``close``)."""
@@ -64,7 +55,7 @@ class Databases:
         self.keep = keep
         self.token = secrets.token_hex(3)
         self._server_url = oceanbase_url
-        self._server = None  # a SeekdbServer we started
+        self._lease = None  # our StoreRun on the seekdb store, when we use one
         self._created: list[str] = []
         self._files: list[Path] = []  # the SQLite databases created
         self.server_peak_mib: float | None = None  # peak RSS of the seekdb we started, read before stopping it
@@ -74,10 +65,15 @@ class Databases:
     def server_url(self) -> str:
         """The OceanBase server URL, starting seekdb if nothing is configured."""
         if self._server_url is None:
-            from powercontext.backends.seekdb import DEFAULT_DIR, SeekdbStartError, ensure_server
+            from powercontext.backends.seekdb import DEFAULT_DIR, SeekdbStartError, oceanbase_url_from_env
+
+            from .store_runs import StoreRun
 
             try:
-                self._server_url, self._server = ensure_server(self.seekdb_dir or DEFAULT_DIR)
+                self._server_url = oceanbase_url_from_env()
+                if self._server_url is None:  # the local store, shared with other runs through leases
+                    self._lease = StoreRun(self.seekdb_dir or DEFAULT_DIR)
+                    self._server_url = self._lease.begin()
             except SeekdbStartError as exc:
                 raise EvalError(f"could not start a local OceanBase (seekdb) server: {exc}") from exc
         self._check_reachable(self._server_url)
@@ -114,9 +110,12 @@ class Databases:
             return str(path)
         if backend == "oceanbase":
             database = f"pc_eval_{slug}_{self.token}"[:64]
+            url = self.server_url()
+            if self._lease is not None:
+                self._lease.claim(database)  # before it exists: a kill from here on leaves it claimed
             self._drop(database)
             self._created.append(database)
-            return database_url(self.server_url(), database)
+            return database_url(url, database)
         raise EvalError(f"unknown backend {backend!r}: use {', '.join(BACKENDS)}")
 
     async def open(self, backend: str, corpus: str, embedding: Any = None, ids: Any = None,
@@ -137,6 +136,7 @@ class Databases:
     def close(self) -> None:
         """Drop the OceanBase databases and remove the SQLite files of the run (unless
         ``keep``): the run folder keeps what was measured, not the databases."""
+        kept = list(self._created) if self.keep else []
         if not self.keep:
             for database in self._created:
                 try:
@@ -149,10 +149,10 @@ class Databases:
                 (self.folder / "db").rmdir()
         self._created.clear()
         self._files.clear()
-        if self._server is not None:
-            self.server_peak_mib = peak_rss_mib(self._server.pid)
-            self._server.stop()
-            self._server = None
+        if self._lease is not None:
+            # stops the server only if no other run uses it; kept databases are not cleanup's
+            self.server_peak_mib = self._lease.finish(kept)
+            self._lease = None
 
     def __enter__(self) -> "Databases":
         return self

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from .errors import (
+    AccessDeniedError,
     AnalyzerMismatchError,
     EmbeddingProfileMismatchError,
     EmbeddingRequiredError,
@@ -26,6 +27,7 @@ from .errors import (
     PatchMatchError,
     PowerContextError,
     QueryTimeoutError,
+    ReadOnlyError,
     RevisionConflictError,
     ServerLimitError,
     ServiceClosedError,
@@ -59,7 +61,7 @@ from .model import (
 from .opening import open
 
 __all__ = [
-    "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingRequiredError", "MigrationOvertakenError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
+    "AccessDeniedError", "ReadOnlyError", "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingRequiredError", "MigrationOvertakenError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
     "CapabilityNotSupportedError", "CommitOutcomeUnknownError", "ConnectionLostError", "ContentSource",
     "DatabaseBusyError", "EmbeddingProfile", "InvalidCitationError",
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MaintenanceNotPermittedError", "ServerLimitError", "MemoryChange", "MemoryCitation",

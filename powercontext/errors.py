@@ -151,6 +151,19 @@ class BackendUnavailableError(PowerContextError):
     server restart, a lost connection): the same call may succeed later."""
 
 
+class AccessDeniedError(PowerContextError):
+    """The database account lacks a privilege the call needs (OceanBase refused a
+    statement: CREATE DATABASE, a table's DDL, a write). The statement's transaction
+    was rolled back: nothing was written. Ask the database's administrator for the
+    privilege, or have an account that holds it create what is missing once."""
+
+
+class ReadOnlyError(AccessDeniedError, CapabilityNotSupportedError):
+    """The service is read-only (``svc.read_only``): it was opened with an account that
+    may only read this database (OceanBase ``GRANT SELECT``). Search, expand, cite,
+    changes and verify work; every write is refused before it reaches the database."""
+
+
 class ServiceClosedError(BackendUnavailableError, RuntimeError):
     """The MemoryService (its backend) was closed: open the database again. A
     RuntimeError too, which is what a closed backend raised before it had a type."""

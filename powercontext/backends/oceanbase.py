@@ -46,12 +46,12 @@ from .driver import (
     DATABASE_NAME,
     RECOVERY_PAUSE_S,
     connect,
-    database_identifier,
     is_connection_lost,
     is_query_timeout,
     is_recovering,
     pyformat,
 )
+from .oceanbase_access import AccountAccess
 from .oceanbase_first_load import VECTOR_INDEX, VECTOR_INDEX_WITH, FirstLoad
 from .oceanbase_heads import HeadRows, _marks
 from .oceanbase_limits import PacketLimit
@@ -201,7 +201,7 @@ def query_timeout_us() -> int:
     return max(1, round(seconds * 1_000_000))
 
 
-class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, ServerUpkeep, PortableSQL,
+class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, PacketLimit, ServerUpkeep, PortableSQL,
                              DatabaseMemoryBackend):
     name = "oceanbase"
     max_workers = 4
@@ -228,9 +228,16 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
         self._connections_lock = threading.Lock()
         self._vector_column = False
         self.max_allowed_packet = 1 << 20  # until read from the server in _setup_sync
-        if create_database:
-            self._create_database()
-        self._executor.submit(self._setup_sync).result()
+        try:
+            if create_database:
+                self._create_database()
+            self._executor.submit(self._setup_sync).result()
+        except self._pymysql.err.MySQLError as exc:  # no raw driver error leaves open
+            self._close_sync()
+            raise (self._driver_error(exc) or BackendUnavailableError(str(exc))) from None
+        except BaseException:
+            self._close_sync()
+            raise
 
     # ------------------------------------------------------------- connections
 
@@ -256,15 +263,6 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
                 "Start one with `python -m powercontext.backends.seekdb start` or set POWERCONTEXT_OCEANBASE_URL"
             ) from None
 
-    def _create_database(self) -> None:
-        statement = f"CREATE DATABASE IF NOT EXISTS {database_identifier(self._params['database'])}"
-        con = self._raw_connect(None)
-        try:
-            with con.cursor() as cur:
-                cur.execute(statement)
-        finally:
-            con.close()
-
     def _connection(self):
         con = getattr(self._local, "con", None)
         if con is None:
@@ -280,6 +278,8 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
 
     @contextlib.contextmanager
     def _transaction(self, write: bool) -> Iterator[Any]:
+        if write:
+            self._refuse_write()  # a read-only account: refused before any statement
         con = self._connection()
         try:
             con.begin()
@@ -330,6 +330,8 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
             time.sleep(RECOVERY_PAUSE_S)
 
     def _driver_error(self, exc: BaseException) -> PowerContextError | None:
+        if (denied := self._refused_error(exc)) is not None:
+            return denied
         if is_query_timeout(exc):
             # the server's text names the session's value: "…timeout: 60000000(us)…"
             found = re.search(r"timeout: (\d+)", str(exc.args[-1]))
@@ -388,12 +390,13 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
             raise BackendUnavailableError(f"the tenant is in {mode} mode; PowerContext needs a MySQL-mode tenant")
         con = self._connection()
         with con.cursor() as cur:  # DDL is auto-committed in MySQL mode
-            for ddl in _CORE_DDL:
+            self.read_only = not self._account_may_write(cur)
+            for ddl in self._missing_tables(cur, _CORE_DDL):  # CREATE needs its privilege even if the table exists
                 cur.execute(ddl)
             cur.execute("SHOW COLUMNS FROM artifact_revisions LIKE 'lineage_hash'")
             if cur.fetchone() is None:  # created before lineage was hashed
                 cur.execute(f"ALTER TABLE artifact_revisions ADD COLUMN lineage_hash {HASH}")
-        with self._transaction(write=True) as tx:
+        with self._transaction(write=not self.read_only) as tx:  # writes only what an old database lacks
             self._backfill_lineage_hashes(tx, lineage_hash)
             self._migrate_inline_revisions(tx)
         with con.cursor() as cur:
@@ -426,10 +429,11 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
                 cur.execute("SELECT value FROM powercontext_schema WHERE `key` = 'embedding_profile'")
                 self.embedding_profile = EmbeddingProfile(**json.loads(cur.fetchone()[0]))
         if stored and "vector_sums" not in stored:  # created before c̄ was kept
-            with self._transaction(write=True) as tx:
+            with self._transaction(write=not self.read_only) as tx:
                 self._backfill_vector_sums(tx)
         self._ensure_vector_index()  # a first load killed between dropping and re-creating it
-        self._probe_fulltext()
+        if not self.read_only:  # the probe writes a row; a reader's database was probed by its writer
+            self._probe_fulltext()
 
     @staticmethod
     def _heads_ddl(profile: EmbeddingProfile | None) -> str:
@@ -451,10 +455,13 @@ class OceanBaseMemoryBackend(FirstLoad, HeadRows, HeadSearch, PacketLimit, Serve
         parser settings: capability comes from behaviour, not from the version string."""
         con = self._connection()
         with con.cursor() as cur:
-            cur.execute(
-                f"CREATE TABLE IF NOT EXISTS powercontext_fts_probe (id BIGINT PRIMARY KEY, t TEXT {BIN_TEXT} NOT NULL, "
-                "FULLTEXT INDEX ftx_probe (t) WITH PARSER SPACE PARSER_PROPERTIES=(min_token_size=1))"
-            )
+            cur.execute("SHOW TABLES LIKE 'powercontext_fts_probe'")
+            if cur.fetchone() is None:  # CREATE … IF NOT EXISTS needs CREATE even when it exists
+                cur.execute(
+                    f"CREATE TABLE IF NOT EXISTS powercontext_fts_probe (id BIGINT PRIMARY KEY, "
+                    f"t TEXT {BIN_TEXT} NOT NULL, "
+                    "FULLTEXT INDEX ftx_probe (t) WITH PARSER SPACE PARSER_PROPERTIES=(min_token_size=1))"
+                )
         with self._transaction(write=True) as cur:
             cur.execute("REPLACE INTO powercontext_fts_probe (id, t) VALUES (1, 'u_4e2d uv probe')")
             cur.execute("SELECT id FROM powercontext_fts_probe WHERE MATCH(t) AGAINST (%s IN NATURAL LANGUAGE MODE)", ("uv",))

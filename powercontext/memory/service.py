@@ -177,6 +177,10 @@ class MemoryService(MemorySearch):
         vector = db.vector and self.embedding is not None and self.embedding.profile == db.embedding_profile
         return MemoryCapabilities(fts=db.fts, vector=vector, hybrid=vector, embedding_profile=db.embedding_profile)
 
+    @property
+    def read_only(self) -> bool:  # an OceanBase GRANT SELECT account: writes raise ReadOnlyError
+        return bool(getattr(self.backend, "read_only", False))
+
     # ------------------------------------------------------------------ writes
 
     async def _base(self, memory: Any) -> MemoryRevision:
