@@ -32,5 +32,5 @@ def test_open_with_e5_uses_e5s_default_and_migrate_moves_the_database(shell, sql
     run(shell, "%pcmem close")
     run(shell, f"%pcmem open {sqlite_target} --embedding e5")
     assert current_service(shell).policy == AdmissionPolicy.default_for(E5_PROFILE)
-    assert "created for embedding profile" in fail(shell, capsys, f"%pcmem open {sqlite_target} --embedding minilm")
+    assert "holds vectors of embedding profile" in fail(shell, capsys, f"%pcmem open {sqlite_target} --embedding minilm")
     run(shell, "%pcmem close")
