@@ -19,5 +19,6 @@ Modules, one concern each:
 * ``report`` / ``runfiles`` — the run folder: CSV tables, summary.json, report.html, TREC run files + qrels.
 * ``progress`` — tqdm.auto bars that stay quiet when the output is not a terminal.
 * ``harness`` — the Python API (``sweep``, ``summary``, ``run``, ``analyse``), DataFrames out.
-* ``__main__`` — ``python -m powercontext.eval sweep|run|validate|import``.
+* ``judging`` — from an agent's own memory to a judged corpus: ``pool`` (snapshot + pooled candidates), ``export``.
+* ``__main__`` — ``python -m powercontext.eval sweep|run|validate|import|pool|export``.
 """

@@ -9,6 +9,8 @@
     python -m powercontext.eval cleanup [--store DIR] [--kept]
     python -m powercontext.eval judge FOLDER --import QRELS [--judge NAME]
     python -m powercontext.eval agreement FOLDER
+    python -m powercontext.eval pool DB_OR_URL --out FOLDER (--from-log [--since T] | --questions FILE)
+    python -m powercontext.eval export FOLDER --out CORPUS [--judge NAME]
 
 ``sweep`` loads every corpus into a fresh database per backend (starting a local
 seekdb for OceanBase unless POWERCONTEXT_OCEANBASE_URL names a server), retrieves each
@@ -249,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--topics", default=None, help="trec: the topics file (default: topics* or queries* in SRC)")
     i.add_argument("--collection", default=None, help="trec: the collection (default: collection*/corpus*/docs*)")
     i.add_argument("--field", choices=("title", "description"), default="title", help="trec: the topic field")
+    from .judging.cli import add_parsers as judging_parsers
+
+    judging_parsers(sub)
     c = sub.add_parser("cleanup", help="drop the databases killed runs left on the seekdb store")
     c.add_argument("--store", "--seekdb-dir", dest="store", default=None,
                    help="the seekdb store's base dir (default ~/.cache/powercontext/seekdb)")
@@ -410,6 +415,10 @@ def main(argv: list[str] | None = None) -> int:
         return cleanup_command(args)
     if args.command in cli_judge.COMMANDS:
         return cli_judge.run(args)
+    if args.command in ("pool", "export"):
+        from .judging.cli import run as judging_command
+
+        return judging_command(args)
     from powercontext.backends.seekdb import SeekdbStartError
     from powercontext.errors import PowerContextError
 
