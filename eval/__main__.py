@@ -128,7 +128,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="comma-separated: sqlite,oceanbase (default: both for --all, else sqlite)")
     p.add_argument("--modes", type=_names("mode", MODES), default=None,
                    help="comma-separated: fts,vector,hybrid (default: every mode the installed model allows)")
-    p.add_argument("--seekdb-dir", default=None, help="base dir of the seekdb the harness starts (default ~/.cache/powercontext/seekdb)")
+    p.add_argument("--seekdb-dir", default=None, help="base dir of the seekdb the harness starts (default: $POWERCONTEXT_SEEKDB_DIR, else "
+                        "this checkout's own store under ~/.cache/powercontext/seekdb-stores)")
     p.add_argument("--embeddings", type=_embedding_names, default=("minilm",), metavar="MODELS",
                    help="embedding model(s) of the vector modes: minilm, e5 or a sentence-transformers folder; "
                         "several (e.g. minilm,e5) sweep once per model and compare them (sweep only; default minilm)")
@@ -256,7 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     judging_parsers(sub)
     c = sub.add_parser("cleanup", help="drop the databases killed runs left on the seekdb store")
     c.add_argument("--store", "--seekdb-dir", dest="store", default=None,
-                   help="the seekdb store's base dir (default ~/.cache/powercontext/seekdb)")
+                   help="the seekdb store's base dir (default: this checkout's own, as sweep uses)")
     c.add_argument("--kept", action="store_true", help="also drop the databases runs kept with --keep-databases")
     cli_judge.add_parsers(sub)
     return parser
@@ -264,14 +265,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cleanup_command(args) -> int:
     """``cleanup``: one line per database dropped (and why), or "nothing to clean"."""
-    from powercontext.backends.seekdb import DEFAULT_DIR, SeekdbStartError
+    from powercontext.backends.seekdb import SeekdbStartError, default_store
     from powercontext.errors import PowerContextError
 
     from .store_runs import cleanup
 
     import pymysql
 
-    store = Path(args.store or DEFAULT_DIR).expanduser()
+    store = Path(args.store or default_store()).expanduser()
     try:
         done = cleanup(store, kept=args.kept)
     except (SeekdbStartError, PowerContextError, pymysql.MySQLError, OSError) as exc:

@@ -65,14 +65,14 @@ class Databases:
     def server_url(self) -> str:
         """The OceanBase server URL, starting seekdb if nothing is configured."""
         if self._server_url is None:
-            from powercontext.backends.seekdb import DEFAULT_DIR, SeekdbStartError, oceanbase_url_from_env
+            from powercontext.backends.seekdb import SeekdbStartError, default_store, oceanbase_url_from_env
 
             from .store_runs import StoreRun
 
             try:
                 self._server_url = oceanbase_url_from_env()
                 if self._server_url is None:  # the local store, shared with other runs through leases
-                    self._lease = StoreRun(self.seekdb_dir or DEFAULT_DIR)
+                    self._lease = StoreRun(self.seekdb_dir or default_store())
                     self._server_url = self._lease.begin()
             except SeekdbStartError as exc:
                 raise EvalError(f"could not start a local OceanBase (seekdb) server: {exc}") from exc

@@ -31,33 +31,20 @@ from pathlib import Path
 from typing import Iterator
 
 from powercontext.backends.seekdb import SeekdbServer, drop_database
-from powercontext.backends.seekdb_os import pid_alive, write_private
+from powercontext.backends.seekdb_os import write_private
+from powercontext.backends.seekdb_store import RUNS, lease_live as _live, leases as _leases, note_checkout
+from powercontext.backends.seekdb_store import process_start_time as _start_time
 
 __all__ = ["Cleaned", "StoreRun", "cleanup", "EVAL_PREFIX"]
 
 log = logging.getLogger(__name__)
 
 EVAL_PREFIX = "pc_eval_"
-RUNS = "runs"
 LOCK = "runs.lock"
 STARTED = "server.started"
 #: Databases a run kept on purpose (``--keep-databases``): no lease claims them any more,
 #: and cleanup leaves them unless asked (``--kept``).
 KEPT = "kept.databases"  # JSON, but not *.json: that is a lease
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (``/proc/PID/stat`` field 22):
-    with the pid, it names one process for good."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _live(record: dict) -> bool:
-    pid = record.get("pid")
-    return isinstance(pid, int) and pid_alive(pid) and _start_time(pid) == record.get("started")
 
 
 def peak_rss_mib(pid: int | None) -> float | None:
@@ -79,17 +66,6 @@ def _locked(store: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # closing releases the lock
-
-
-def _leases(store: Path) -> list[tuple[Path, dict]]:
-    found = []
-    for path in sorted((store / RUNS).glob("*.json")):
-        try:
-            record = json.loads(path.read_text())
-            found.append((path, record if isinstance(record, dict) else {}))
-        except (OSError, ValueError):
-            found.append((path, {}))  # half-written by a killed run: dead
-    return found
 
 
 def _databases(server: SeekdbServer) -> list[str]:
@@ -160,6 +136,9 @@ class StoreRun:
         self.store.mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.store / RUNS).mkdir(mode=0o700, exist_ok=True)
         with _locked(self.store):
+            notice = note_checkout(self.store)  # another clone on this store shares its server: say so
+            if notice:
+                log.warning(notice)
             server = SeekdbServer.attach(self.store)
             if server is None:
                 server = SeekdbServer(self.store, detach=True).start()

@@ -23,7 +23,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Enum, Float, Int, Unicode, observe
 
 from powercontext import AdmissionPolicy
-from powercontext.backends.seekdb import DEFAULT_DIR
+from powercontext.backends.seekdb import default_store
 
 from powercontext.suggest import unknown_name
 
@@ -69,7 +69,8 @@ class PcMem(Magics):
     hash_width = Int(12, min=4, help="characters of content hashes shown in tables").tag(config=True)
     kind = Unicode("fact", help="default --kind of remember").tag(config=True)
     database = Unicode("pcmem", help="database name used by `open --seekdb`").tag(config=True)
-    seekdb_dir = Unicode(str(DEFAULT_DIR), help="server directory used by `open --seekdb` without DIR").tag(config=True)
+    seekdb_dir = Unicode("", help="server directory used by `open --seekdb` without DIR (default: this checkout's own "
+                                  "store, seekdb_store.default_store)").tag(config=True)
     embedding = Unicode(None, allow_none=True, help="default --embedding of open (e.g. 'minilm')").tag(config=True)
     # Off by default: logged questions can hold secrets (powercontext/memory/search_log.py).
     search_log = Bool(False, help="open databases with the search log on (as `open --search-log`)").tag(config=True)
@@ -167,8 +168,8 @@ class PcMem(Magics):
         if args.seekdb is not None:
             if args.target:
                 raise PcMemUserError("give either TARGET or --seekdb [DIR], not both (name the database with --database)")
-            svc = self.session.open_seekdb(args.seekdb or self.seekdb_dir, args.database or self.database, embedding,
-                                           search_log=args.search_log)
+            store = args.seekdb or self.seekdb_dir or str(default_store())
+            svc = self.session.open_seekdb(store, args.database or self.database, embedding, search_log=args.search_log)
         elif args.target:
             svc = self.session.open(args.target, embedding, search_log=args.search_log)
         else:
@@ -365,8 +366,9 @@ class PcMem(Magics):
     @magic_arguments()
     @subcommand("maintain")
     @argument("--timeout", type=float, default=900.0, metavar="S", help="seconds at most, waits included (default 900)")
-    @argument("--settle", type=float, default=60.0, metavar="S",
-              help="searches must stop getting faster for S seconds (default 60; 0: do not wait)")
+    @argument("--settle", type=float, default=None, metavar="S",
+              help="searches must stop getting faster for S seconds (default: scaled to the size, 3 s for a few "
+                   "entries up to 60 s from 10k rows; 0: do not wait)")
     @output
     def _maintain(self, args, cell):
         """Server upkeep after a bulk load (OceanBase: a minor and a major compaction; SQLite:

@@ -192,9 +192,9 @@ def _open(magics, session: RuntimeSession, args, cell):
     if args.seekdb is not None:
         if args.target:
             raise PcMemUserError("give either TARGET or --seekdb [DIR], not both")
-        from powercontext.backends.seekdb import database_url, ensure_server
+        from powercontext.backends.seekdb import database_url, default_store, ensure_server
 
-        url, server = ensure_server(Path(args.seekdb or magics.seekdb_dir).expanduser())
+        url, server = ensure_server(Path(args.seekdb or magics.seekdb_dir or default_store()).expanduser())
         target = database_url(url, args.database)
     elif args.target:
         target, server = args.target, None

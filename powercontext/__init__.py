@@ -27,6 +27,7 @@ from .errors import (
     PatchMatchError,
     PowerContextError,
     QueryTimeoutError,
+    ServerStalledError,
     ReadOnlyError,
     RevisionConflictError,
     ServerLimitError,
@@ -67,6 +68,6 @@ __all__ = [
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MaintenanceNotPermittedError", "ServerLimitError", "MemoryChange", "MemoryCitation",
     "MemoryEntryInput", "MemoryEntryNotFoundError", "MemoryEntryVersion", "MemoryHit",
     "MemoryRevision", "MemorySearchResult", "MemoryService", "NotHeadError", "PatchMatchError", "PowerContextError",
-    "QueryTimeoutError", "RevisionConflictError", "ServiceClosedError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
+    "QueryTimeoutError", "RevisionConflictError", "ServerStalledError", "ServiceClosedError", "Source", "SourceConflictError", "SourceNotFoundError", "open",
     "AgentTurnSource", "GitChangeSource", "StructuredEntry", "StructuredSource", "TaskOutcomeSource", "Verification",
 ]

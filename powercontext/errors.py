@@ -184,6 +184,19 @@ class QueryTimeoutError(BackendUnavailableError):
         self.value = value
 
 
+class ServerStalledError(BackendUnavailableError):
+    """The database server did not answer a statement within the client's bound (the
+    session's ob_query_timeout plus a margin). The server stops a slow statement by
+    itself at its timeout, so this one is stalled: a local seekdb store wedged by killed
+    runs, or a server process that is stopped. ``store`` is the local seekdb store when
+    known; the message names the way out (``seekdb reset``). Not retried: a second try
+    would wait as long. A write's outcome is unknown: reread the head before retrying."""
+
+    def __init__(self, message: str, store: str | None = None) -> None:
+        super().__init__(message)
+        self.store = store
+
+
 class AnalyzerMismatchError(BackendUnavailableError):
     """The database's full-text projection was built by another analyzer version than
     the one asked for (or than this library knows). Its stored tokens would not match

@@ -52,7 +52,7 @@ async def open(target: Any, embedding: Any = None, analyzer: str | None = None, 
 
     A SQLite file is created 0600 in an existing directory (a missing directory is
     refused). A server URL without a database (``…:port/``) uses and creates the
-    database ``pc``; ``svc.backend.default_database`` is then True and an INFO log line
+    database ``pc``; ``svc.backend.default_database`` is then ``"pc"`` (else None) and an INFO log line
     says so. Errors never show the URL's password.
 
     ``analyzer``: the analyzer a NEW database is created with (``"v2"``, the default

@@ -95,6 +95,22 @@ def is_recovering(exc: BaseException) -> bool:
     return isinstance(exc, pymysql.err.OperationalError) and bool(exc.args) and exc.args[0] in RECOVERING_CODES
 
 
+def stall_bound_s(query_timeout_s: float) -> float:
+    """Seconds a client waits for any answer before the server counts as stalled: its
+    own statement timeout plus half again (at least 5 s). Without a bound a statement
+    on a store wedged by killed runs waited forever (issue 45)."""
+    return query_timeout_s + max(5.0, query_timeout_s / 2)
+
+
+def is_stalled(exc: BaseException) -> bool:
+    """True when the client gave up waiting for the server's answer (pymysql's
+    read/write timeout: 2013 "... (timed out)"), as opposed to a connection that broke."""
+    import pymysql
+
+    return (isinstance(exc, pymysql.err.OperationalError) and len(exc.args) > 1 and exc.args[0] == 2013
+            and "timed out" in str(exc.args[1]))
+
+
 def is_query_timeout(exc: BaseException) -> bool:
     """True when a statement ran past the session's ob_query_timeout."""
     import pymysql

@@ -22,8 +22,13 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .retrieval import fts_fetch_size
 
-#: Seconds the probe rounds must stop improving for before searches count as settled.
+#: Seconds the probe rounds must stop improving for before searches count as settled,
+#: at SETTLE_FULL_ROWS head rows or more (a 10k load's searches got faster ~a minute
+#: after the compaction reported done).
 SETTLE_WINDOW_S = 60.0
+SETTLE_FULL_ROWS = 10_000
+#: The shortest window: a few probe rounds, so that one round's noise is not "settled".
+SETTLE_MIN_S = 3.0
 #: A round this much faster than the best before it still counts as improving.
 IMPROVEMENT = 0.10
 PROBE_INTERVAL_S = 5.0
@@ -60,6 +65,20 @@ class MaintenanceReport:
             after = "not settled" if not self.settled else "settled"
             lines.append(f"  search probe: {self.probe_ms_before:.1f} ms before, {self.probe_ms_after:.1f} ms after ({after})")
         return "\n".join(lines)
+
+
+def settle_window(rows: int) -> float:
+    """The settle window for a database of ``rows`` head rows: SETTLE_WINDOW_S scaled
+    by its size, at least SETTLE_MIN_S. A fixed minute made ``maintain()`` of a
+    two-entry Memory take 88 s, 65 of them probing searches that had nothing to
+    settle (issue 45); what the compaction leaves to settle grows with the rows."""
+    return max(SETTLE_MIN_S, min(SETTLE_WINDOW_S, SETTLE_WINDOW_S * rows / SETTLE_FULL_ROWS))
+
+
+def probe_interval(window: float) -> float:
+    """Seconds between probe rounds: PROBE_INTERVAL_S, or less in a short window so it
+    still holds several rounds."""
+    return min(PROBE_INTERVAL_S, window / 4) if window > 0 else PROBE_INTERVAL_S
 
 
 class Settling:
@@ -101,13 +120,18 @@ class Maintenance:
     #: compacts in the background), so that searches are probed until they settle.
     upkeep_settles: bool = False
 
-    async def maintain(self, timeout: float = 900.0, settle: float = SETTLE_WINDOW_S) -> MaintenanceReport:
-        return await self._run(self._maintain_sync, float(timeout), float(settle))
+    async def maintain(self, timeout: float = 900.0, settle: float | None = None) -> MaintenanceReport:
+        """``settle``: the settle window in seconds; None scales it to the rows
+        (``settle_window``)."""
+        return await self._run(self._maintain_sync, float(timeout), None if settle is None else float(settle))
 
-    def _maintain_sync(self, timeout: float, settle: float) -> MaintenanceReport:
+    def _maintain_sync(self, timeout: float, settle: float | None) -> MaintenanceReport:
         start = time.monotonic()
         deadline = start + timeout
-        probes = self._probes()
+        probes, rows = self._probes()
+        if settle is None:
+            settle = min(settle_window(rows), timeout)
+        interval = probe_interval(settle)
         before = self._probe_round(probes)
         steps = list(self._maintenance_steps(deadline))
         settling = Settling(window=settle)
@@ -117,24 +141,26 @@ class Maintenance:
             after = self._probe_round(probes)  # once, where the upkeep is over when it returns
             settling.add(time.monotonic() - start, after)
             if (not self.upkeep_settles or not settle or settling.settled()
-                    or time.monotonic() + PROBE_INTERVAL_S > deadline):
+                    or time.monotonic() + interval > deadline):
                 break
-            time.sleep(PROBE_INTERVAL_S)
+            time.sleep(interval)
         settled = not probes or not settle or not self.upkeep_settles or settling.settled()
         if probes and self.upkeep_settles and settling.settled():
             after = settling.window_ms()
         if probes and self.upkeep_settles:
             steps.append(MaintenanceStep("searches settle", time.monotonic() - upkept,
-                                         f"{len(settling.rounds)} probe rounds" + ("" if settled else ", timed out")))
+                                         f"{len(settling.rounds)} probe rounds, a {settle:g} s window for {rows} rows"
+                                         + ("" if settled else ", timed out")))
         return MaintenanceReport(database=self.name, steps=tuple(steps), probe_ms_before=before,
                                  probe_ms_after=after, seconds=time.monotonic() - start, settled=settled,
                                  probes=tuple(settling.rounds))
 
-    def _probes(self) -> list[tuple[str, Callable[[Any], Any]]]:
-        """(channel, run(tx)) per probe: this database's own full-text and vector
-        statements, over every Memory, asked with the terms and the stored vector of
-        a sample of its rows (none when it holds none)."""
+    def _probes(self) -> tuple[list[tuple[str, Callable[[Any], Any]]], int]:
+        """((channel, run(tx)) per probe, the head rows): the probes are this database's
+        own full-text and vector statements, over every Memory, asked with the terms and
+        the stored vector of a sample of its rows (none when it holds none)."""
         with self._transaction(write=False) as tx:
+            rows = int(self._rows(tx, "SELECT COUNT(*) FROM memory_entry_heads")[0][0])
             ids = [artifact_id for artifact_id, _ in self._list_heads(tx)]
             sample = self._probe_sample(tx, PROBE_QUERIES)
             vectors = {}
@@ -148,7 +174,7 @@ class Maintenance:
                 probes.append(("fts", lambda tx, t=terms: self._fts_query(tx, ids, t, fts_fetch_size(32))))
             if entry_id in vectors:
                 probes.append(("vector", lambda tx, v=vectors[entry_id]: self._vector_query(tx, ids, v, 32)))
-        return probes
+        return probes, rows
 
     def _probe_round(self, probes: Sequence[tuple[str, Callable[[Any], Any]]]) -> float | None:
         """The median milliseconds of each channel's probe statements, summed over the

@@ -36,6 +36,7 @@ from ..errors import (
     InvalidMemoryRequestError,
     PowerContextError,
     QueryTimeoutError,
+    ServerStalledError,
 )
 from ..model import EmbeddingProfile
 from ..redaction import redact
@@ -49,7 +50,9 @@ from .driver import (
     is_connection_lost,
     is_query_timeout,
     is_recovering,
+    is_stalled,
     pyformat,
+    stall_bound_s,
 )
 from .oceanbase_access import AccountAccess
 from .oceanbase_first_load import VECTOR_INDEX, VECTOR_INDEX_WITH, FirstLoad
@@ -59,6 +62,7 @@ from .oceanbase_maintenance import ServerUpkeep
 from .oceanbase_search import HeadSearch, stored_vector_values
 from .portable import PortableSQL
 from .rules import lineage_hash, schema_records
+from .seekdb_store import stalled_message
 
 MIN_VERSION = (4, 3, 5, 3)
 LOCK_TIMEOUT_US = 10_000_000
@@ -158,7 +162,8 @@ DEFAULT_DATABASE = "pc"
 def parse_url(url: str) -> dict[str, Any]:
     """Connection parameters of ``oceanbase://user[:password]@host:port/database``.
 
-    A URL with no database uses DEFAULT_DATABASE (``default_database`` is then True).
+    A URL with no database uses DEFAULT_DATABASE (``default_database`` is then its
+    name, else None).
     Errors quote the URL without its password."""
     try:
         parsed = urlparse(url)
@@ -181,7 +186,9 @@ def parse_url(url: str) -> dict[str, Any]:
         user=unquote(parsed.username or "root"),
         password=unquote(parsed.password or ""),
         database=database,
-        default_database=not parsed.path.lstrip("/"),
+        # the name, not a flag: a user reading ``svc.backend.default_database`` saw
+        # ``True`` and could not tell which database that was (issue 45)
+        default_database=None if parsed.path.lstrip("/") else DEFAULT_DATABASE,
     )
 
 
@@ -219,8 +226,8 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
         self._params = parse_url(url)
         self.url = url  # may carry the password: never put it in a message (see __repr__)
         self.database = self._params["database"]
-        #: True when the URL named no database and DEFAULT_DATABASE was used.
-        self.default_database = self._params["default_database"]
+        #: DEFAULT_DATABASE's name when the URL named no database and it was used, else None.
+        self.default_database: str | None = self._params["default_database"]
         if self.default_database:
             log.info("%s names no database; using database %r", redact(url), self.database)
         self._local = threading.local()
@@ -247,9 +254,10 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
     def _raw_connect(self, database: str | None):
         p = self._params
         try:
+            bound = stall_bound_s(self.query_timeout_us / 1e6)  # no statement waits forever on a stalled server
             return connect(
                 host=p["host"], port=p["port"], user=p["user"], password=p["password"],
-                database=database, autocommit=True, connect_timeout=10,
+                database=database, autocommit=True, connect_timeout=10, read_timeout=bound, write_timeout=bound,
             )
         except self._pymysql.err.MySQLError as exc:
             if exc.args and exc.args[0] == ACCESS_DENIED:  # the server is there; starting another would not help
@@ -323,7 +331,8 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
                 con.close()
 
     def _is_connection_lost(self, exc: BaseException) -> bool:
-        return is_connection_lost(exc)
+        # a stalled server is not retried: the second try would wait as long again
+        return is_connection_lost(exc) and not is_stalled(exc)
 
     def _pause_before_retry(self, lost: BaseException) -> None:
         if is_recovering(lost):  # up, but its transaction service is not: retrying at once fails again
@@ -332,6 +341,10 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
     def _driver_error(self, exc: BaseException) -> PowerContextError | None:
         if (denied := self._refused_error(exc)) is not None:
             return denied
+        if is_stalled(exc):
+            message, store = stalled_message(self._params["host"], self._params["port"],
+                                             stall_bound_s(self.query_timeout_us / 1e6))
+            return ServerStalledError(message, store)
         if is_query_timeout(exc):
             # the server's text names the session's value: "…timeout: 60000000(us)…"
             found = re.search(r"timeout: (\d+)", str(exc.args[-1]))

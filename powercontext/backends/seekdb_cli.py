@@ -7,13 +7,20 @@ import signal
 import sys
 from pathlib import Path
 
-from .seekdb_server import CLI_DATABASE, DEFAULT_DIR, SeekdbServer, SeekdbStartError
+from ..errors import PowerContextError
+from .seekdb_server import CLI_DATABASE, SeekdbServer, SeekdbStartError
+from .seekdb_store import ENV_DIR, default_store, note_checkout, reset_store
 
 __all__ = ["run"]
 
 
 def run(argv: list[str] | None = None) -> int:
-    """``python -m powercontext.backends.seekdb start|stop|status``.
+    """``python -m powercontext.backends.seekdb start|stop|status|reset``.
+
+    The store (``--dir``) defaults to this checkout's own (``seekdb_store.default_store``);
+    ``start`` and ``status`` add a line when other checkouts use it too. ``reset`` stops
+    the store's server and removes the store, databases and all — the way out of one
+    wedged by killed runs — and refuses while a harness run holds it.
 
     ``start`` leaves the server running after the CLI exits (no atexit, no parent-death
     signal) and prints, like Jupyter's token URL, a URL to paste into ``pc.open`` as
@@ -26,14 +33,27 @@ def run(argv: list[str] | None = None) -> int:
     """
     parser = argparse.ArgumentParser(prog="python -m powercontext.backends.seekdb",
                                      description="Run a local seekdb (OceanBase kernel) server.")
-    parser.add_argument("command", choices=("start", "stop", "status"))
-    parser.add_argument("--dir", default=str(DEFAULT_DIR), help=f"base directory (default {DEFAULT_DIR})")
+    parser.add_argument("command", choices=("start", "stop", "status", "reset"))
+    parser.add_argument("--dir", default=None,
+                        help=f"base directory (default: ${ENV_DIR}, else this checkout's own store, {default_store()})")
     parser.add_argument("--port", type=int, default=None, help="MySQL port (default: a free one)")
     parser.add_argument("--memory-budget", default="2G", help="seekdb memory_budget (default 2G)")
     parser.add_argument("--timeout", type=float, default=60, help="seconds to wait for start/stop")
     args = parser.parse_args(argv)
 
-    base = Path(args.dir).expanduser().resolve()
+    base = Path(args.dir).expanduser().resolve() if args.dir else default_store().resolve()
+    if args.command == "reset":
+        try:
+            print("\n".join(reset_store(base)))
+        except PowerContextError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    if args.command == "start":
+        base.mkdir(mode=0o700, parents=True, exist_ok=True)  # so the checkout is recorded before it starts
+    notice = note_checkout(base) if base.is_dir() else None
+    if notice:
+        print(notice)
     running = SeekdbServer.attach(base)
     if args.command == "status":
         if running is None:

@@ -34,11 +34,13 @@ from .seekdb_os import (
     terminate,
     write_private,
 )
+from .seekdb_store import record_address
 from .seekdb_urls import oceanbase_url, oceanbase_url_from_env
 
 __all__ = ["DEFAULT_DIR", "SeekdbServer", "SeekdbStartError", "ensure_server", "seekdb_binary"]
 
-#: Where the CLI keeps its server when ``--dir`` is not given.
+#: The one per-user store of earlier versions, shared by every checkout (issue 45). The
+#: default is now per checkout: ``seekdb_store.default_store()``. Kept for old callers.
 DEFAULT_DIR = Path("~/.cache/powercontext/seekdb")
 
 PID_FILE = "seekdb.pid"
@@ -286,6 +288,7 @@ class SeekdbServer:
             return None
         server = cls(base, port=port, host=host, detach=True)
         server._pid = pid
+        record_address(host, port, base)  # a stalled statement's error names this store
         return server
 
     @staticmethod
@@ -356,6 +359,7 @@ class SeekdbServer:
             raise
         if not self.locked:  # the socket lockdown of a machine without namespaces
             write_private(self.base_dir / LOCKED_FILE, "root has its password and allow-list\n")
+        record_address(self.host, self.port, self.base_dir)  # a stalled statement's error names this store
         self.startup_seconds = time.monotonic() - began
         return self
 

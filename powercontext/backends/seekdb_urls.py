@@ -9,6 +9,9 @@ import os
 #: Set this to an ``oceanbase://user@host:port/`` URL to use an existing server
 #: instead of starting one (CI with a shared server, a developer's long-lived server).
 ENV_URL = "POWERCONTEXT_OCEANBASE_URL"
+#: Seconds a DROP may take before the stall margin starts (the adapter's sessions' own
+#: ob_query_timeout): it waits this plus the margin at most.
+DROP_TIMEOUT_S = 60.0
 
 
 def oceanbase_url(host: str, port: int, database: str = "", password: str = "") -> str:
@@ -31,15 +34,24 @@ def drop_database(server_url: str, database: str) -> None:
     harness create one database per run and clean up after themselves)."""
     from urllib.parse import unquote, urlparse
 
-    from .driver import connect, database_identifier
+    from ..errors import ServerStalledError
+    from .driver import connect, database_identifier, is_stalled, stall_bound_s
+    from .seekdb_store import stalled_message
 
     statement = f"DROP DATABASE IF EXISTS {database_identifier(database)}"  # validated before connecting
     p = urlparse(server_url)
+    # bounded: a DROP on a store wedged by killed runs waited forever (issue 45)
+    bound = stall_bound_s(DROP_TIMEOUT_S)
     con = connect(host=p.hostname, port=p.port or 2881, user=unquote(p.username or "root"),
-                  password=unquote(p.password or ""), autocommit=True, connect_timeout=5)
+                  password=unquote(p.password or ""), autocommit=True, connect_timeout=5,
+                  read_timeout=bound, write_timeout=bound)
     try:
         with con.cursor() as cur:
             cur.execute(statement)
+    except Exception as exc:
+        if is_stalled(exc):
+            raise ServerStalledError(*stalled_message(p.hostname, p.port or 2881, bound)) from None
+        raise
     finally:
         con.close()
 

@@ -432,20 +432,24 @@ class MemoryService(MemorySearch):
         other handles must reopen. Returns an ``EmbeddingMigration``."""
         return await migration.migrate_embedding(self, embedding, batch_size, progress)
 
-    async def maintain(self, timeout: float = 900.0, settle: float = 60.0):
+    async def maintain(self, timeout: float = 900.0, settle: float | None = None):
         """Upkeep after a bulk load, then wait until searches have settled: OceanBase
         compacts the server (a minor freeze, the dump, a major freeze; a fresh 10k
         load's searches got ~2× faster), SQLite merges its full-text index and
         checkpoints the WAL. Searches are timed before and after with probe rounds of
         the database's own statements, repeated until they stop getting faster for
-        ``settle`` seconds (0: do not wait), within ``timeout`` seconds in all. Returns
+        ``settle`` seconds (0: do not wait; None, the default: a window scaled to the
+        database's size, 3 s for a few entries up to 60 s from 10k rows), within
+        ``timeout`` seconds in all. Returns
         a ``MaintenanceReport``. Where the connected account may not compact the server,
         ``MaintenanceNotPermittedError`` is raised and nothing changes. Searches and
         writes stay correct throughout; they may be slower while the server compacts."""
         for name, value in (("timeout", timeout), ("settle", settle)):
+            if name == "settle" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 86_400:
                 raise InvalidMemoryRequestError(f"{name} must be a number of seconds in 0..86400, got {value!r}")
-        if timeout < settle:
+        if settle is not None and timeout < settle:
             raise InvalidMemoryRequestError(f"timeout ({timeout} s) must be at least settle ({settle} s)")
         return await self.backend.maintain(timeout, settle)
 

@@ -160,3 +160,22 @@ def test_nbconvert_html_draws_widgets_and_falls_back_to_their_tables():
     static, _ = HTMLExporter(config={"NbConvertBase": {"display_data_priority": ["text/html", "text/plain"]}}).from_filename(str(path))
     assert "children=(HBox" not in static and "pcmem-table" in static
     assert static.count("<b>ManifestInspector</b>") == 1 and static.count("<b>LineageExplorer</b>") == 1
+
+
+@pytest.mark.parametrize("path", notebook_paths(), ids=lambda p: p.stem)
+def test_each_notebook_is_stored_as_jupyterlab_saves_it(path):
+    """Running 06 and 08 in JupyterLab left them modified in git status (issue 45): it
+    merges a cell's consecutive outputs of one stream and writes the running kernel's
+    display name. ``make notebooks`` stores them that way (notebooks/jupyterlab_form.py)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("jupyterlab_form", NOTEBOOKS / "jupyterlab_form.py")
+    form = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(form)
+    nb = nbformat.read(path, as_version=4)
+    assert nb.metadata.kernelspec.display_name == "Python 3 (ipykernel)"
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            kinds = [(o.output_type, o.get("name")) for o in cell.outputs]
+            assert not any(a == b == ("stream", a[1]) for a, b in zip(kinds, kinds[1:])), (path.name, cell.source[:60])
+    assert form.as_saved(nb) == nb

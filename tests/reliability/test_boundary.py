@@ -190,7 +190,7 @@ async def test_a_server_url_without_database_uses_the_default_one(oceanbase_url,
     caplog.set_level("INFO", logger="powercontext.backends.oceanbase")
     svc = await pc.open(database_url(oceanbase_url, ""))
     try:
-        assert svc.backend.default_database and svc.backend.database == DEFAULT_DATABASE
+        assert svc.backend.default_database == svc.backend.database == DEFAULT_DATABASE
         assert f"using database {DEFAULT_DATABASE!r}" in caplog.text and "S3cret" not in caplog.text
         rev = await svc.remember(None, entries=(E("fact", "in the default database"),))
         assert (await svc.head(rev.artifact_id)).ref == rev.ref
