@@ -16,7 +16,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from .judgments import JudgingError, JudgmentLog, Pool, check_judge, judges_of, read_judgments
 
-__all__ = ["Agreement", "Disagreement", "agreement", "folder_agreement"]
+__all__ = ["Agreement", "Disagreement", "agreement", "folder_agreement", "log_agreement"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,8 @@ class Agreement:
         return head
 
 
-def _agreement(a: JudgmentLog, b: JudgmentLog) -> Agreement:
+def log_agreement(a: JudgmentLog, b: JudgmentLog) -> Agreement:
+    """The agreement of two judges' logs of one pool (already read)."""
     pool = a.pool
     pairs, disagreements = [], []
     for qid in pool.questions:
@@ -87,7 +88,7 @@ def agreement(pool: Pool, judge_a: str, judge_b: str) -> Agreement:
     """The agreement of two judges of ``pool``."""
     if check_judge(judge_a) == check_judge(judge_b):
         raise JudgingError(f"agreement needs two different judges (got {judge_a!r} twice)")
-    return _agreement(read_judgments(pool, judge_a), read_judgments(pool, judge_b))
+    return log_agreement(read_judgments(pool, judge_a), read_judgments(pool, judge_b))
 
 
 def folder_agreement(pool: Pool) -> list[Agreement]:
@@ -97,4 +98,4 @@ def folder_agreement(pool: Pool) -> list[Agreement]:
         raise JudgingError(f"{pool.folder}: agreement needs two judges; found {len(judges)} "
                            f"({', '.join(judges) or 'none'}): judge again with --judge NAME")
     logs = {j: read_judgments(pool, j) for j in judges}
-    return [_agreement(logs[x], logs[y]) for x, y in itertools.combinations(judges, 2)]
+    return [log_agreement(logs[x], logs[y]) for x, y in itertools.combinations(judges, 2)]

@@ -2,10 +2,11 @@
 
 One judge's judgments make the qrels: the one named, else the judge with the most
 judgments (ties: the first name in sorted order); the datasheet says which, and how
-often the other judges agreed with it. Only judged questions are exported: a question
-is judged when it holds a graded entry or an "unanswerable" outcome. An unanswerable
-question, or one whose every pooled candidate was graded 0, has no relevant entry (a
-negative). Pooled candidates left unjudged count as not relevant (the TREC convention).
+often the other judges agreed with it (``agreement.log_agreement``). Only judged
+questions are exported, and which ones are judged or unanswerable is judgments.py's rule
+(``JudgmentLog.judged`` / ``unanswerable``): every pooled candidate graded, or marked
+unanswerable. An unanswerable question has no relevant entry (a negative). Pooled
+candidates left unjudged count as not relevant (the TREC convention).
 The corpus is written beside ``out`` and renamed into place only once
 ``datasets.validate`` accepts it, so a refused export leaves nothing behind.
 """
@@ -14,60 +15,36 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from ..corpus import language
 from ..datasets import validate
 from ..datasheet import update_readme
-from .folder import JudgingError, Judgment, PoolFolder, check_judge, jsonl
+from .agreement import Agreement, log_agreement
+from .folder import JudgingError, PoolFolder, jsonl
+from .judgments import JudgmentLog, check_judge, judges_of, read_judgments, read_pool
 
-__all__ = ["agreement", "choose_judge", "export"]
+__all__ = ["choose_judge", "export"]
 
 
-def choose_judge(judged: dict[str, dict], judge: str | None) -> str:
+def choose_judge(judged: dict[str, JudgmentLog], judge: str | None) -> str:
     if not judged:
         raise JudgingError("export: the folder has no judgments (judgments/<judge>.jsonl)")
     if judge is not None:
         if check_judge(judge) not in judged:
             raise JudgingError(f"export: no judgments by {judge!r}; judges: {', '.join(sorted(judged))}")
         return judge
-    return min(judged, key=lambda name: (-len(judged[name]), name))
+    return min(judged, key=lambda name: (-judged[name].lines, name))
 
 
-def agreement(a: dict, b: dict) -> tuple[int, float | None, float | None]:
-    """Pairs both judges graded, their share of equal grades and Cohen's kappa."""
-    pairs = [(a[k].grade, b[k].grade) for k in a.keys() & b.keys()
-             if k[1] is not None and a[k].outcome == b[k].outcome == "graded"]
-    if not pairs:
-        return 0, None, None
-    n = len(pairs)
-    observed = sum(x == y for x, y in pairs) / n
-    ca, cb = Counter(x for x, _ in pairs), Counter(y for _, y in pairs)
-    expected = sum(ca[g] * cb[g] for g in ca) / (n * n)
-    kappa = None if expected == 1 else (observed - expected) / (1 - expected)
-    return n, observed, kappa
-
-
-def _judged_questions(queries: dict, pool: dict[str, list[dict]], judgments: dict[tuple, Judgment]):
-    """query id → (qrels {entry: grade}, unanswerable) for every judged question."""
-    graded: dict[str, dict[str, int]] = {}
-    unanswerable: set[str] = set()
-    for (q, e), j in judgments.items():
-        if e is None and j.outcome == "unanswerable":
-            unanswerable.add(q)
-        elif e is not None and j.outcome == "graded":
-            graded.setdefault(q, {})[e] = j.grade
+def _judged_questions(log: JudgmentLog) -> dict[str, tuple[dict[str, int], bool]]:
+    """query id → (qrels {entry: grade}, unanswerable) for every question the judge judged.
+    A question marked unanswerable keeps none of the grades given before the mark."""
     out = {}
-    for q in queries:
-        if q in unanswerable:
-            out[q] = ({}, True)
-        elif q in graded:
-            grades = graded[q]
-            pooled = {line["entry_id"] for line in pool.get(q, ())}
-            none_relevant = pooled <= grades.keys() and not any(grades.values())
-            out[q] = (grades, none_relevant)
+    for q in log.judged_ids:
+        negative, st = log.unanswerable(q), log.states[q]
+        out[q] = ({} if negative and st.marked == "unanswerable" else dict(st.grades), negative)
     return out
 
 
@@ -89,22 +66,21 @@ def _export(folder: str | Path, out: str | Path, judge: str | None) -> Path:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise JudgingError(f"export: {out} exists and is not an empty folder")
     memories, queries = source.memories(), source.queries()
-    pool: dict[str, list[dict]] = {}
-    for line in source.pool_lines():
-        pool.setdefault(line["query_id"], []).append(line)
-    judged_by = {name: source.judgments(name) for name in source.judges()}
-    judged_by = {name: j for name, j in judged_by.items() if j}
+    judging = read_pool(source.root)
+    judged_by = {name: read_judgments(judging, name) for name in judges_of(judging)}
+    judged_by = {name: log for name, log in judged_by.items() if log.lines}
     used = choose_judge(judged_by, judge)
-    questions = _judged_questions(queries, pool, judged_by[used])
+    questions = _judged_questions(judged_by[used])
     if not questions:
         raise JudgingError(f"export: no judged question in {source.root} (judge {used})")
-    others = {name: agreement(judged_by[used], j) for name, j in judged_by.items() if name != used}
+    others = {name: log_agreement(judged_by[used], log) for name, log in judged_by.items() if name != used}
+    notes = source.notes + [log.truncated for log in judged_by.values() if log.truncated]
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}."))
     try:
         _write(tmp, memories, queries, questions)
-        unjudged = sum(1 for q in questions for line in pool.get(q, ()) if line["entry_id"] not in questions[q][0])
-        readme = _datasheet(meta, used, others, questions, queries, unjudged, source.notes)
+        unjudged = sum(len(judging.pooled(q) - questions[q][0].keys()) for q in questions)
+        readme = _datasheet(meta, used, others, questions, queries, unjudged, notes)
         (tmp / "README.md").write_text(readme, encoding="utf-8")
         validate(tmp)
         update_readme(tmp)
@@ -132,14 +108,15 @@ def _write(tmp: Path, memories: dict, queries: dict, questions: dict) -> None:
     (tmp / "qrels.trec").write_text("".join(lines), encoding="utf-8")
 
 
-def _datasheet(meta: dict[str, Any], used: str, others: dict, questions: dict, queries: dict, unjudged: int,
+def _datasheet(meta: dict[str, Any], used: str, others: dict[str, Agreement], questions: dict, queries: dict, unjudged: int,
                notes: list[str]) -> str:
     negatives = sum(1 for _, negative in questions.values() if negative)
     source = "the search log of" if meta.get("questions_from") == "log" else "a questions file, asked of"
     memories = ", ".join(f"{m['artifact_id']}@{m['revision']}" for m in meta.get("memories", []))
-    agree = [f"- {name}: {n} pairs graded by both, {round(n * (1 - obs))} disagreeing; exact agreement {obs:.2f}"
-             + (f", Cohen's kappa {kappa:.2f}" if kappa is not None else "") if n else
-             f"- {name}: no pair graded by both" for name, (n, obs, kappa) in sorted(others.items())]
+    agree = [f"- {name}: {a.pairs} pairs graded by both, "
+             f"{sum(d.entry_id is not None for d in a.disagreements)} disagreeing; exact agreement {a.grade_agreement:.2f}"
+             + (f", Cohen's kappa {a.kappa:.2f}" if a.kappa is not None else "") if a.pairs else
+             f"- {name}: no pair graded by both" for name, a in sorted(others.items())]
     return "\n".join([
         "# Judged corpus (exported from a pool folder)", "",
         "## Origin", "",

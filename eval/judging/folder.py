@@ -7,7 +7,8 @@
                             "entry_id", "sources", "best_rank", "signals", "pooled"}
     FOLDER/pool.json        {"format": "powercontext.pool.v1", "database", "memories",
                             "depth", "profiles", "questions_from", "created", "complete"}
-    FOLDER/judgments/<judge>.jsonl   append-only, one line per click (latest per pair wins)
+    FOLDER/judgments/<judge>.jsonl   append-only, one line per click (latest per pair wins);
+                            read and written by judgments.py, the one definition of judgments
 
 ``pooled`` on a pool line is how many lines its question has: a question is done when
 all of them are there, so a pool killed mid-question redoes just that question.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,25 +25,14 @@ from typing import Any, Iterable, Mapping
 
 from powercontext.errors import PowerContextError
 
-__all__ = [
-    "FORMAT", "GRADES", "OUTCOMES", "JudgingError", "Judgment", "PoolFolder", "append_lines",
-    "check_judge", "read_judgments", "read_jsonl", "write_atomic",
-]
+__all__ = ["FORMAT", "JudgingError", "PoolFolder", "append_lines", "read_jsonl", "write_atomic"]
 
 FORMAT = "powercontext.pool.v1"
-GRADES = (0, 1, 2)
-OUTCOMES = ("graded", "unanswerable", "skip", "note")
-_JUDGE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class JudgingError(PowerContextError, ValueError):
-    """A pool, judging or export request that cannot be served (bad input or folder)."""
-
-
-def check_judge(name: Any) -> str:
-    if not isinstance(name, str) or not _JUDGE.fullmatch(name):
-        raise JudgingError(f"a judge name is 1-64 letters, digits, '_' or '-', got {name!r:.80}")
-    return name
+    """A pool folder, a judgments or qrels file, or a pool, judging or export request that
+    cannot be served as given. The one definition: judgments.py and the rest import it."""
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -107,17 +96,6 @@ def read_jsonl(path: Path) -> tuple[list[tuple[int, dict]], str | None]:
     return rows, note
 
 
-@dataclass(frozen=True)
-class Judgment:
-    query_id: str
-    entry_id: str | None
-    grade: int | None
-    outcome: str
-    note: str | None
-    judge: str
-    at: str
-
-
 @dataclass
 class PoolFolder:
     """A pool folder's paths and its readers."""
@@ -132,13 +110,6 @@ class PoolFolder:
     queries_path = property(lambda self: self.root / "queries.jsonl")
     pool_path = property(lambda self: self.root / "pool.jsonl")
     meta_path = property(lambda self: self.root / "pool.json")
-    judgments_dir = property(lambda self: self.root / "judgments")
-
-    def judgment_path(self, judge: str) -> Path:
-        return self.judgments_dir / f"{check_judge(judge)}.jsonl"
-
-    def lock_path(self, judge: str) -> Path:
-        return self.judgments_dir / f"{check_judge(judge)}.lock"
 
     def meta(self) -> dict[str, Any]:
         try:
@@ -178,38 +149,3 @@ class PoolFolder:
             by_query.setdefault(row.get("query_id"), []).append(row)
         done = {q: lines for q, lines in by_query.items() if all(r.get("pooled") == len(lines) for r in lines)}
         return done, note is not None or len(done) != len(by_query)
-
-    def judges(self) -> list[str]:
-        if not self.judgments_dir.is_dir():
-            return []
-        return sorted(p.stem for p in self.judgments_dir.glob("*.jsonl") if _JUDGE.fullmatch(p.stem))
-
-    def judgments(self, judge: str) -> dict[tuple[str, str | None], Judgment]:
-        return read_judgments(self, judge)
-
-
-def read_judgments(folder: PoolFolder, judge: str) -> dict[tuple[str, str | None], Judgment]:
-    """A judge's judgments, the latest line per (query_id, entry_id) winning. A line
-    naming a question or entry outside the pool, a grade outside 0-2 or an unknown
-    outcome is refused as file:line; a truncated last line is reported (folder.notes)
-    and ignored."""
-    path = folder.judgment_path(judge)
-    queries, entries = folder.queries(), folder.memories()
-    rows, note = read_jsonl(path)
-    if note:
-        folder.notes.append(note)
-    latest: dict[tuple[str, str | None], Judgment] = {}
-    for number, row in rows:
-        where = f"{path}:{number}"
-        q, e, grade, outcome = row.get("query_id"), row.get("entry_id"), row.get("grade"), row.get("outcome")
-        if q not in queries:
-            raise JudgingError(f"{where}: question {q!r:.80} is not in the pool")
-        if e is not None and e not in entries:
-            raise JudgingError(f"{where}: entry {e!r:.80} is not in the snapshot")
-        if outcome not in OUTCOMES:
-            raise JudgingError(f"{where}: outcome must be one of {', '.join(OUTCOMES)}, got {outcome!r:.40}")
-        if outcome == "graded" and (type(grade) is not int or grade not in GRADES):
-            raise JudgingError(f"{where}: grade must be 0, 1 or 2, got {grade!r:.40}")
-        latest[(q, e)] = Judgment(q, e, grade, outcome, row.get("note"), str(row.get("judge", judge)),
-                                  str(row.get("at", "")))
-    return latest

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from powercontext.errors import PowerContextError
+from .folder import JudgingError
 
 __all__ = [
     "DEFAULT_JUDGE", "Candidate", "Entry", "Judgment", "JudgmentLog", "JudgingError", "JudgeLockedError",
@@ -36,10 +36,6 @@ __all__ = [
 DEFAULT_JUDGE = "default"
 _JUDGE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 GRADES = (0, 1, 2)
-
-
-class JudgingError(PowerContextError, ValueError):
-    """A pool folder, a judgments file or a qrels file that cannot be judged as given."""
 
 
 class JudgeLockedError(JudgingError):

@@ -259,19 +259,25 @@ def test_export_writes_a_corpus_that_validates_and_sweeps(pooled, tmp_path):
         {"query_id": cars, "entry_id": garage, "grade": 2, "outcome": "graded"},
         {"query_id": port, "entry_id": None, "grade": None, "outcome": "unanswerable"},
     ]
-    _judge(folder, "alice", rows, raw_tail='{"query_id": "' + built + '", "entry_')  # cut by a crash
-    _judge(folder, "bob", [{**rows[1], "grade": 1}, rows[3]])
+    # a question is judged when every pooled candidate is graded (JudgmentLog.judged): the rest get 0
+    graded = {(r["query_id"], r["entry_id"]) for r in rows}
+    fill = [{"query_id": line["query_id"], "entry_id": line["entry_id"], "grade": 0, "outcome": "graded"}
+            for line in _lines(folder / "pool.jsonl")
+            if line["query_id"] in (built, cars) and (line["query_id"], line["entry_id"]) not in graded]
+    _judge(folder, "alice", rows + fill, raw_tail='{"query_id": "' + built + '", "entry_')  # cut by a crash
+    _judge(folder, "bob", [{**rows[1], "grade": 1}, rows[2], rows[3], *fill])
     corpus = tmp_path / "corpus"
     assert main(["export", str(folder), "--out", str(corpus)]) == 0
     loaded = datasets.validate(corpus)
     assert {x.id for x in loaded.queries} == {built, cars, port}
     qrels = (corpus / "qrels.trec").read_text(encoding="utf-8").splitlines()
-    assert sorted(qrels) == sorted([f"{built} 0 {cargo} 2", f"{built} 0 {e[TEXTS[2]]} 0", f"{cars} 0 {garage} 2"])
+    assert sorted(qrels) == sorted([f"{built} 0 {cargo} 2", f"{built} 0 {e[TEXTS[2]]} 0", f"{cars} 0 {garage} 2"]
+                                   + [f"{r['query_id']} 0 {r['entry_id']} 0" for r in fill])
     queries = _lines(corpus / "queries.jsonl")
     assert {x["id"] for x in queries} == {built, cars, port}
     assert next(x for x in queries if x["id"] == port)["tags"] == ["unanswerable"]
     readme = (corpus / "README.md").read_text(encoding="utf-8")
-    assert "judge `alice`" in readme and "bob: 2 pairs graded by both, 1 disagreeing" in readme
+    assert "judge `alice`" in readme and f"bob: {3 + len(fill)} pairs graded by both, 1 disagreeing" in readme
     assert "TREC convention" in readme and "top 3" in readme and "truncated last line ignored" in readme
     assert readme.split("<!-- counts:begin -->")[1].split("<!-- counts:end -->")[0].strip()  # counts generated
     # the harness measures it as it is
@@ -291,7 +297,7 @@ def test_export_refuses_bad_folders_and_writes_nothing(pooled, tmp_path):
         ([{"query_id": built, "entry_id": None, "grade": None, "outcome": "skip"}], "no judged question"),
         ([{"query_id": built, "entry_id": "mem_ent_elsewhere", "grade": 1, "outcome": "graded"}],
          "not in the snapshot"),
-        ([{"query_id": built, "entry_id": cargo, "grade": 3, "outcome": "graded"}], "grade must be 0, 1 or 2"),
+        ([{"query_id": built, "entry_id": cargo, "grade": 3, "outcome": "graded"}], "is not 0, 1 or 2"),
         ([{"query_id": "q-unknown", "entry_id": cargo, "grade": 1, "outcome": "graded"}], "not in the pool"),
     ]
     for rows, words in cases:
