@@ -186,6 +186,13 @@ class Lab:
             "() => { const k = window.jupyterapp.shell.currentWidget.sessionContext.session?.kernel;"
             " return !!k && k.status === 'idle'; }", timeout=RUN_MS)
 
+    def save(self) -> None:
+        """Save the current notebook: a reload of a page with unsaved changes would stop at
+        the browser's "leave this page?" question."""
+        self.page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        self.page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+                                    timeout=RUN_MS)
+
     def reload(self, name: str) -> None:
         """Reload the page (the kernel keeps running) and wait for the notebook again."""
         self.page.reload(timeout=RUN_MS, wait_until="domcontentloaded")

@@ -1,7 +1,7 @@
 """Issue 45: the AdmissionInspector's ``text`` column was cut off at 1400–1500 px.
 
 Driven in JupyterLab in headless chromium: `%pcmem inspect admission` on a SQLite file,
-a query typed into the live widget, then, at several window widths, every ``text`` cell
+a query typed into the widget's Query box, then, at several window widths, every ``text`` cell
 of its tables must lie inside everything that clips it (the page, the output area, the
 table's sideways-scrolling box) and hold its whole text, wrapped over lines if it is
 long — English, Chinese (no spaces to break at) and Hebrew (right to left) alike.
@@ -27,7 +27,6 @@ CELLS = [
     "%pcmem open inspector.db",
     "%%pcmem remember --kind constraint\n" + "\n\n".join([*ADMITTED, REJECTED]) + "\n",
     "%pcmem inspect admission -o inspector",
-    f"inspector.query.value = {QUERY!r}",
 ]
 
 #: Per ``text`` cell of the inspector's tables: its text, box, the box of everything that
@@ -79,6 +78,9 @@ def test_text_column_is_whole_and_wraps_at_1400_to_1500_px(open_lab):
     lab.open("admission.ipynb")
     lab.run_all()
     widget = lab.widget(2)
+    query = widget.locator("input[placeholder='query…']")
+    query.fill(QUERY)
+    query.press("Enter")  # the Query box sends its value on Enter (continuous_update=False)
     widget.locator("table.pcmem-table").nth(2).wait_for(state="attached")  # hits, admitted, rejected
 
     for width in (1400, 1450, 1500):
