@@ -3,9 +3,12 @@ session (per xdist worker), one headless Debian chromium driven by Playwright's 
 API, and a fresh page per test. A server or browser that does not start fails the
 test; nothing here skips.
 
-Playwright's sync API refuses to run inside a running asyncio loop; these are plain
-sync tests and fixtures, so pytest-asyncio's loops (only running during async tests)
-never overlap it.
+Playwright's sync API refuses to run inside a running asyncio loop, and while it is
+started it leaves its own loop marked running in this thread, so that any
+``asyncio.run`` (an async test of another file on the same xdist worker) fails with
+"cannot be called from a running event loop". Hence the browser is per test module,
+not per session: these are plain sync tests, and with ``--dist loadfile`` a module's
+tests run together, so Playwright is stopped before the worker's next file.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ def lab_server(tmp_path_factory):
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
