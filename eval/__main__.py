@@ -7,6 +7,8 @@
     python -m powercontext.eval validate my-corpus [--style bundled]
     python -m powercontext.eval import locomo|longmemeval|beir|trec SRC OUT
     python -m powercontext.eval cleanup [--store DIR] [--kept]
+    python -m powercontext.eval judge FOLDER --import QRELS [--judge NAME]
+    python -m powercontext.eval agreement FOLDER
 
 ``sweep`` loads every corpus into a fresh database per backend (starting a local
 seekdb for OceanBase unless POWERCONTEXT_OCEANBASE_URL names a server), retrieves each
@@ -40,6 +42,7 @@ from pathlib import Path
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from .databases import BACKENDS
+from .judging import cli_judge
 from .metrics import METRIC_NAMES
 from .sweep import INITIAL, MODES, Grid
 
@@ -250,6 +253,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--store", "--seekdb-dir", dest="store", default=None,
                    help="the seekdb store's base dir (default ~/.cache/powercontext/seekdb)")
     c.add_argument("--kept", action="store_true", help="also drop the databases runs kept with --keep-databases")
+    cli_judge.add_parsers(sub)
     return parser
 
 
@@ -404,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
         return import_command(args)
     if args.command == "cleanup":
         return cleanup_command(args)
+    if args.command in cli_judge.COMMANDS:
+        return cli_judge.run(args)
     from powercontext.backends.seekdb import SeekdbStartError
     from powercontext.errors import PowerContextError
 

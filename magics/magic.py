@@ -503,6 +503,20 @@ class PcMem(Magics):
         return cls(self.svc, args.refs[0], runner=self.session.runner, reopen=reopen)
 
     @magic_arguments()
+    @subcommand("judge")
+    @argument("folder", metavar="FOLDER", help="a pool folder (python -m powercontext.eval pool …)")
+    @argument("--judge", default="default", metavar="NAME",
+              help="judge under this name (default: default); a second judge judges the folder independently")
+    @argument("--show-channels", action="store_true",
+              help="once a question is judged, show which channels found each candidate and its best rank")
+    @output
+    def _judge(self, args, cell):
+        """Judge a pool folder's questions one at a time (every click saved at once; resumes)."""
+        from .widgets import JudgeWidget
+
+        return JudgeWidget(args.folder, judge=args.judge, show_channels=args.show_channels)
+
+    @magic_arguments()
     @subcommand("runtime", cell=True, actions=True)
     @argument("action", metavar="ACTION", help=" | ".join(runtime.ACTIONS))
     @argument("rest", nargs=argparse.REMAINDER, metavar="ARGS",

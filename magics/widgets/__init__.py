@@ -8,8 +8,9 @@ service the magics opened: ``ManifestInspector(current_service(), "mem_art_…")
 
 from .admission import AdmissionInspector
 from .journal import JournalInspector
+from .judge import JudgeWidget
 from .lineage import LineageExplorer
 from .manifest import ManifestInspector
 from .tuner import ThresholdTuner
 
-__all__ = ["AdmissionInspector", "JournalInspector", "LineageExplorer", "ManifestInspector", "ThresholdTuner"]
+__all__ = ["AdmissionInspector", "JournalInspector", "JudgeWidget", "LineageExplorer", "ManifestInspector", "ThresholdTuner"]
