@@ -124,11 +124,21 @@ def _field(path: Path, number: int, obj: dict, name: str, kind: type = str, defa
     return value
 
 
+def short_path(path: Path) -> str:
+    """A path for a one-line message: a 100 kB argument is not quoted whole."""
+    text = str(path)
+    return text if len(text) <= 160 else f"{text[:120]}… ({len(text)} characters)"
+
+
 def read_pool(folder: str | Path) -> Pool:
     """The pool folder's questions, snapshot entries and candidates, checked against each other."""
     folder = Path(folder).expanduser()
-    if not folder.is_dir():
-        raise JudgingError(f"{folder}: no such pool folder")
+    try:
+        is_dir = folder.is_dir()
+    except OSError as exc:  # a name too long for the file system, say
+        raise JudgingError(f"{short_path(folder)}: not a pool folder ({exc.strerror})") from None
+    if not is_dir:
+        raise JudgingError(f"{short_path(folder)}: no such pool folder")
     entries: dict[str, Entry] = {}
     path = folder / "memories.jsonl"
     for n, obj in _jsonl(path):

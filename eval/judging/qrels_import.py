@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .judgments import GRADES, DEFAULT_JUDGE, JudgeWriter, Judgment, JudgingError, Pool, now
+from .judgments import DEFAULT_JUDGE, GRADES, JudgeWriter, Judgment, JudgingError, Pool, short_path, now
 
 __all__ = ["ImportResult", "import_qrels"]
 
@@ -35,11 +35,11 @@ def _read_qrels(path: Path) -> list[tuple[int, str, str, int]]:
     try:
         text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        raise JudgingError(f"{path}: no such qrels file") from None
+        raise JudgingError(f"{short_path(path)}: no such qrels file") from None
     except UnicodeDecodeError as exc:
         raise JudgingError(f"{path}: not UTF-8 (byte {exc.start})") from None
     except OSError as exc:
-        raise JudgingError(f"{path}: cannot read ({exc.strerror})") from None
+        raise JudgingError(f"{short_path(path)}: cannot read ({exc.strerror})") from None
     rows = []
     for number, line in enumerate(text.splitlines(), 1):
         parts = line.split()

@@ -300,4 +300,5 @@ class JudgeWidget(StaticFallback, widgets.VBox):
 
     def fallback_html(self) -> str:
         cards = "".join(self._card_html(i, c) for i, c in enumerate(self.order))
-        return f"<b>{esc(self.headline())}</b>{self.progress.value}{self.question.value}{cards}{self.status.value}"
+        return (f"<b>{esc(self.headline())}</b><div>{self.progress.value}</div>{self.question.value}{cards}"
+                f"{self.status.value}")

@@ -173,6 +173,14 @@ def test_a_bad_qrels_file_is_refused_whole(pool, capsys, text, message):
     assert not (pool.folder / "judgments" / "default.jsonl").exists()
 
 
+def test_a_qrels_path_that_cannot_be_read_is_one_short_line(pool, capsys):
+    assert main(["judge", str(pool.folder), "--import", str(pool.folder / "nowhere.qrels")]) == 2
+    assert "nowhere.qrels: no such qrels file" in capsys.readouterr().err
+    assert main(["judge", str(pool.folder), "--import", "q" * 5000]) == 2
+    err = capsys.readouterr().err
+    assert "(5000 characters): cannot read (File name too long)" in err and len(err) < 300
+
+
 def test_agreement_kappa_unanswerable_and_disagreements(pool, capsys):
     # pairs both graded: (2,2) (0,1) (0,0) (1,1) (0,0); q-weather: a says unanswerable, b grades e-other 2
     with JudgeWriter(pool, "a") as a:
@@ -210,6 +218,8 @@ def test_agreement_needs_two_judges(pool, capsys):
 def test_a_pool_folder_that_is_not_one_is_refused(tmp_path, pool):
     with pytest.raises(JudgingError, match="no such pool folder"):
         read_pool(tmp_path / "nowhere")
+    with pytest.raises(JudgingError, match=r"\(100\d+ characters\): not a pool folder \(File name too long\)"):
+        read_pool(tmp_path / ("x" * 100_000))
     (pool.folder / "queries.jsonl").write_bytes(b'{"id": "q\xff"}\n')
     with pytest.raises(JudgingError, match="queries.jsonl: not UTF-8"):
         read_pool(pool.folder)
