@@ -21,6 +21,7 @@ from powercontext.memory import admission
 from .. import tables
 from ..display import esc, html_table, result_summary
 from ..refs import parse_memory, resolve_memories
+from . import admission_style
 from ._base import ServiceWidget, frame_text
 
 __all__ = ["AdmissionInspector", "policy_text"]
@@ -87,7 +88,13 @@ class AdmissionInspector(ServiceWidget):
         style = {"description_width": "initial"}
         for slider in (self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine):
             slider.style = style
+        # the tables fit the window (issue 45): admission_style's hidden stylesheet
+        self.add_class(admission_style.ROOT)
+        self.hits_table.add_class(admission_style.HITS)
+        for table in (self.admitted_table, self.rejected_table):
+            table.add_class(admission_style.CANDIDATES)
         self.children = [
+            widgets.HTML(admission_style.stylesheet(WRAP), layout=widgets.Layout(display="none")),
             widgets.HBox([self.query, self.retrieve_button]), self.mode, widgets.HBox([self.limit, self.fts_min_terms]),
             widgets.HBox([self.fts_min_coverage, self.vector_min_cosine]),
             self.status, self.summary, self.hits_table, self.admitted_table, self.rejected_table,
