@@ -23,6 +23,7 @@ Subcommands (``%pcmem help``; ``%pcmem NAME --help`` for one):
 * ``eval`` --dataset PATH|NAME [--backends sqlite,oceanbase] — the harness summary, with
   a progress bar (a bundled corpus by name: ``--dataset atlas-etl``)
 * ``inspect`` manifest|lineage|admission REF… — the widgets on the open database
+* ``judge`` FOLDER [--judge NAME] [--show-channels] — judge a pool's candidates (0/1/2, nothing answers, skip, note); every click saved
 * ``runtime`` open|capture|flush|journal|bindings|status|inspect|close — the local Runtime
   (RFC 001): scoped Sources, windows, the JournalInspector
 

@@ -172,7 +172,7 @@ def test_help_lists_every_subcommand_and_the_package_docs_name_them(shell, capsy
     commands = sorted(magics.current_magics(shell).commands)
     assert commands == sorted(
         ["open", "close", "status", "memories", "remember", "patch", "forget", "reactivate", "manifest",
-         "lineage", "changes", "verify", "maintain", "migrate", "search", "eval", "inspect", "runtime", "use"]
+         "lineage", "changes", "verify", "maintain", "migrate", "search", "eval", "inspect", "judge", "runtime", "use"]
     )
     for name in commands:
         assert f"%pcmem {name}" in out
