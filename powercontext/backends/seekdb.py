@@ -82,7 +82,8 @@ from .seekdb_server import (
     ensure_server,
     seekdb_binary,
 )
-from .seekdb_store import ENV_DIR, StoreInUseError, default_store, reset_store
+from .seekdb_reset import reset_store
+from .seekdb_store import ENV_DIR, StoreInUseError, default_store
 from .seekdb_urls import ENV_URL, database_url, drop_database, oceanbase_url, oceanbase_url_from_env
 
 __all__ = [

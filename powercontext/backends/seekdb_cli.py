@@ -9,7 +9,8 @@ from pathlib import Path
 
 from ..errors import PowerContextError
 from .seekdb_server import CLI_DATABASE, SeekdbServer, SeekdbStartError
-from .seekdb_store import ENV_DIR, default_store, note_checkout, reset_store
+from .seekdb_reset import reset_store
+from .seekdb_store import ENV_DIR, default_store, note_checkout
 
 __all__ = ["run"]
 

@@ -1,5 +1,5 @@
-"""Which seekdb store a checkout uses by default, which other checkouts use it, and
-``seekdb reset``.
+"""Which seekdb store a checkout uses by default and which other checkouts use it
+(``seekdb reset`` is in ``seekdb_reset``: it asks the server, which asks this module).
 
 One store per user (``~/.cache/powercontext/seekdb``) made two clones share one server
 without a word: one clone's ``maintain()`` froze the other's benchmark, and ``seekdb
@@ -18,14 +18,13 @@ import hashlib
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 from ..errors import BackendUnavailableError
 from .seekdb_os import pid_alive, write_private
 
 __all__ = ["ENV_DIR", "RUNS", "STORES", "StoreInUseError", "default_store", "lease_live", "leases", "note_checkout",
-           "other_checkouts", "process_start_time", "project_folder", "record_address", "reset_store",
+           "live_leases", "other_checkouts", "process_start_time", "project_folder", "record_address",
            "stalled_message", "store_at"]
 
 #: Names the store every process of a checkout uses (the CLI, the harness, the magics).
@@ -126,31 +125,6 @@ def note_checkout(store: str | os.PathLike[str], start: str | os.PathLike[str] |
             f"runs and maintain() slow yours; give this checkout its own by unsetting {ENV_DIR} or --dir")
 
 
-def reset_store(store: str | os.PathLike[str]) -> list[str]:
-    """Remove ``store`` — its server's databases with it: the way out of a store wedged
-    by killed runs. Refused (StoreInUseError, nothing removed) while a process of ours
-    holds it: a live harness run's lease, its server, or a seekdb an interrupted start
-    left (``seekdb stop`` ends those). Returns what was done, one line each."""
-    from .seekdb_server import SeekdbServer
-
-    store = Path(store).expanduser().resolve()
-    if not store.exists():
-        return [f"nothing to reset: {store} does not exist"]
-    holders = _live_leases(store)
-    if holders:
-        raise StoreInUseError(
-            f"seekdb store {store} is in use by run pid {', '.join(map(str, holders))}: let it finish or stop it, "
-            "then reset")
-    server = SeekdbServer.attach(store)
-    running = ([server.pid] if server is not None else []) + [pid for pid, _, _ in SeekdbServer.strays(store)]
-    if running:
-        raise StoreInUseError(
-            f"seekdb store {store} is held by seekdb pid {', '.join(map(str, running))}: stop it first with "
-            f"`python -m powercontext.backends.seekdb stop --dir {store}`, then reset")
-    shutil.rmtree(store)
-    return [f"removed {store} (its server's databases with it)"]
-
-
 def leases(store: str | os.PathLike[str]) -> list[tuple[Path, dict]]:
     """(path, record) of every run lease in ``<store>/runs`` (eval/store_runs.py writes
     them); a record that cannot be read (half-written by a killed run) is ``{}``."""
@@ -171,7 +145,7 @@ def lease_live(record: dict) -> bool:
     return isinstance(pid, int) and pid_alive(pid) and process_start_time(pid) == record.get("started")
 
 
-def _live_leases(store: Path) -> list[int]:
+def live_leases(store: Path) -> list[int]:
     return [record["pid"] for _, record in leases(store) if lease_live(record)]
 
 
