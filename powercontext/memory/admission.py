@@ -374,13 +374,15 @@ def _decide_fts(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bo
     reason = f"matched {len(candidate.matched_terms)}/{n} terms, needs {need}"
     if n > policy.short_query_terms:
         terms, coverage = policy.fts_floors(hybrid)
-        prefix = "hybrid_" if policy.fts_floors(hybrid) != policy.fts_floors() else ""
+        # cite the field that set each floor: a hybrid one left None falls back to its fts one
+        t_name = "hybrid_fts_min_terms" if hybrid and policy.hybrid_fts_min_terms is not None else "fts_min_terms"
+        c_name = "hybrid_fts_min_coverage" if hybrid and policy.hybrid_fts_min_coverage is not None else "fts_min_coverage"
         if need > terms:  # the coverage floor decided: say so, or "needs 2" contradicts fts_min_terms=1
-            reason += f" (⌈{prefix}fts_min_coverage={coverage:g} × {n} terms⌉ > {prefix}fts_min_terms={terms})"
+            reason += f" (⌈{c_name}={coverage:g} × {n} terms⌉ > {t_name}={terms})"
         elif need < terms:  # no query can match more terms than it has
-            reason += f" (all {n}: {prefix}fts_min_terms={terms} exceeds the query's terms)"
+            reason += f" (all {n}: {t_name}={terms} exceeds the query's terms)"
         else:
-            reason += f" ({prefix}fts_min_terms={terms}, {prefix}fts_min_coverage={coverage:g})"
+            reason += f" ({t_name}={terms}, {c_name}={coverage:g})"
     if cross:
         reason += (f"; {candidate.script} entry for a {candidate.query_script} query needs "
                    f"{policy.cross_script_min_terms} (cross_script_min_terms)")
