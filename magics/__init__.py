@@ -19,10 +19,16 @@ Subcommands (``%pcmem help``; ``%pcmem NAME --help`` for one):
 * ``migrate`` --embedding e5|minilm|FOLDER — re-embed every Memory with another model (one transaction)
 * ``maintain`` [--timeout S] [--settle S] — server upkeep after a bulk load (OceanBase compacts), then wait until searches settle
 * ``search`` "query" [--memory REF…] [--mode fts|vector|hybrid|auto] [--limit N]
-  [--explain] [--fts-min-terms N --fts-min-coverage X --vector-min-cosine X]
+  [--explain] and one option per admission policy field (the list at the end, generated
+  from ``powercontext.memory.policy_fields``; ``off`` switches a field's family off). An
+  option that cannot decide the search (``--fts-min-terms`` in hybrid mode when the policy
+  has ``hybrid_fts_min_terms``; ``--vector-min-cosine`` in fts mode; a family the policy
+  does not use) is refused with the reason; ``%config PcMem.<field>`` sets a session default
 * ``eval`` --dataset PATH|NAME [--backends sqlite,oceanbase] — the harness summary, with
   a progress bar (a bundled corpus by name: ``--dataset atlas-etl``)
-* ``inspect`` manifest|lineage|admission REF… — the widgets on the open database
+* ``inspect`` manifest|lineage REF / ``inspect admission`` "query" [REF…] [--mode M] [--limit N]
+  — the widgets on the open database (the AdmissionInspector has a control per policy
+  field that decides the search in view)
 * ``judge`` FOLDER [--judge NAME] [--show-channels] — judge a pool's candidates (0/1/2, nothing answers, skip, note); every click saved
 * ``runtime`` open|capture|flush|journal|bindings|status|inspect|close — the local Runtime
   (RFC 001): scoped Sources, windows, the JournalInspector
@@ -42,7 +48,10 @@ from typing import Any
 from .errors import PcMemUserError
 from powercontext.loop import LoopRunner, default_runner
 from .magic import PcMem
+from .policy_options import options_help
 from .session import Session
+
+__doc__ = f"{__doc__}\n{options_help()}\n"
 
 __all__ = [
     "PcMem", "Session", "LoopRunner", "default_runner", "load_ipython_extension", "unload_ipython_extension",

@@ -20,14 +20,14 @@ import pandas as pd
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from traitlets import Bool, Enum, Float, Int, Unicode, observe
+from traitlets import Bool, Enum, Int, Unicode, observe
 
 from powercontext import AdmissionPolicy
 from powercontext.backends.seekdb import default_store
 
 from powercontext.suggest import unknown_name
 
-from . import reads, refs, runtime, tables, writes
+from . import policy_options, reads, refs, runtime, tables, writes
 from .display import explain_hint, result_summary
 from .errors import PcMemUserError, as_usage_errors
 from .session import Session, redact
@@ -60,8 +60,11 @@ memory_refs = argument(
 
 
 @magics_class
-class PcMem(Magics):
-    """%pcmem: the PowerContext memory workbench."""
+class PcMem(Magics, policy_options.PolicyTraits):
+    """%pcmem: the PowerContext memory workbench. Besides the options below, one session
+    default per admission policy field (``%config PcMem.hybrid_fts_min_terms = 3``, None:
+    the policy's own value, ``off``: the field's family off), generated in
+    ``policy_options``."""
 
     limit = Int(8, min=1, help="default --limit of search").tag(config=True)
     mode = Enum(MODES, default_value="auto", help="default --mode of search").tag(config=True)
@@ -74,13 +77,9 @@ class PcMem(Magics):
     embedding = Unicode(None, allow_none=True, help="default --embedding of open (e.g. 'minilm')").tag(config=True)
     # Off by default: logged questions can hold secrets (powercontext/memory/search_log.py).
     search_log = Bool(False, help="open databases with the search log on (as `open --search-log`)").tag(config=True)
-    # Session-wide admission thresholds (None: the library's calibrated default). They
-    # become the open service's policy, so search, --explain and the widgets share them.
-    fts_min_terms = Int(None, allow_none=True, min=1, help="session default fts_min_terms").tag(config=True)
-    fts_min_coverage = Float(None, allow_none=True, min=0.0, max=1.0, help="session default fts_min_coverage").tag(config=True)
-    vector_min_cosine = Float(None, allow_none=True, min=-1.0, max=1.0, help="session default vector_min_cosine").tag(config=True)
-    # A policy fitted on your own labels (harness.fit(...).save(path)); the thresholds
-    # above, when set, still override it.
+    # The session-wide admission thresholds (policy_options.PolicyTraits) become the open
+    # service's policy, so search, --explain and the widgets share them. A policy fitted on
+    # your own labels (harness.fit(...).save(path)); the thresholds, when set, still override it.
     policy_file = Unicode(None, allow_none=True,
                           help="JSON admission policy (AdmissionPolicy.save) the session searches with").tag(config=True)
 
@@ -392,9 +391,14 @@ class PcMem(Magics):
         print(report)
         return report if args.output else None
 
-    @observe("fts_min_terms", "fts_min_coverage", "vector_min_cosine")
+    @observe(*policy_options.CONFIG_NAMES)
     def _thresholds_changed(self, change) -> None:
-        self._apply_policy()
+        try:  # a value the policy refuses is refused when it is set, not at the next search
+            dataclasses.replace(AdmissionPolicy(), **policy_options.config_overrides(self))
+            self._apply_policy()
+        except (ValueError, UsageError) as exc:
+            self.set_trait(change["name"], change["old"])
+            raise UsageError(f"PcMem.{change['name']}: {' '.join(str(exc).split())}") from None
 
     @observe("policy_file")
     def _policy_file_changed(self, change) -> None:
@@ -421,19 +425,8 @@ class PcMem(Magics):
         svc = None if session is None else session.svc
         if svc is None:
             return
-        overrides = {k: getattr(self, k) for k in ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")}
         svc.policy = dataclasses.replace(self._file_policy(svc.backend.embedding_profile),
-                                         **{k: v for k, v in overrides.items() if v is not None})
-
-    def _policy(self, args) -> AdmissionPolicy | None:
-        overrides = {k: getattr(args, k) for k in ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")}
-        overrides = {k: v for k, v in overrides.items() if v is not None}
-        if not overrides:
-            return None
-        try:
-            return dataclasses.replace(self.svc.policy, **overrides)
-        except ValueError as exc:
-            raise PcMemUserError(f"bad admission threshold: {exc}") from None
+                                         **policy_options.config_overrides(self))
 
     @magic_arguments()
     @subcommand("search")
@@ -443,20 +436,25 @@ class PcMem(Magics):
     @argument("--limit", type=int, default=None, help="hits at most, ≥ 1 (default PcMem.limit)")
     @argument("--explain", action="store_true",
               help="every retrieved candidate per channel with its signals, admitted or rejected and why")
-    @argument("--fts-min-terms", type=int, default=None, metavar="N")
-    @argument("--fts-min-coverage", type=float, default=None, metavar="X")
-    @argument("--vector-min-cosine", type=float, default=None, metavar="X")
     @output
     def _search(self, args, cell):
-        """Search Memories at their heads; hits, or with --explain every admission decision."""
+        """Search Memories at their heads; hits, or with --explain every admission decision.
+        Every admission policy field is an option (below); one that cannot decide this
+        search (another mode's floor, a family the policy does not use) is refused."""
         mode = args.mode or self.mode
+        options = policy_options.given(args)
+        planned = policy_options.resolved_mode(mode, self.svc)
+        policy = policy_options.checked_policy(options, self.svc.policy, planned)
         if mode != "fts":
             self.session.warm_model()
         result, frame = self.run(reads.search(
             self.svc, " ".join(args.query), args.memory, mode=mode,
             limit=self.limit if args.limit is None else args.limit,  # 0 is refused like -3, not replaced
-            policy=self._policy(args), explain=args.explain, **self._width(),
+            policy=policy, explain=args.explain, **self._width(),
         ))
+        if result.mode != planned:  # auto fell back: say which options the search could not use
+            for line in policy_options.refusals(options, self.svc.policy, result.mode):
+                print(f"note: {line}")
         extra = f" · {len(frame)} candidates, {int(frame['admitted'].sum())} admitted" if args.explain else ""
         print(result_summary(result) + extra)
         hint = explain_hint(result, "%pcmem search " + shlex.join(args.query))
@@ -490,15 +488,30 @@ class PcMem(Magics):
     @magic_arguments()
     @subcommand("inspect")
     @argument("widget", choices=["manifest", "lineage", "admission"])
-    @argument("refs", nargs="*", metavar="REF", help="the Memory (manifest, lineage) or Memories (admission)")
+    @argument("refs", nargs="*", metavar="REF|QUERY",
+              help="manifest, lineage: the Memory; admission: the query (quote it) and any Memories to search "
+                   "(mem_art_… ids; default: every Memory)")
+    @argument("--mode", choices=MODES, default=None, help="admission: the search mode (default PcMem.mode)")
+    @argument("--limit", type=int, default=None, help="admission: hits at most (default PcMem.limit)")
     @output
     def _inspect(self, args, cell):
-        """An interactive widget on the open database."""
+        """An interactive widget on the open database: `%pcmem inspect admission "the
+        question" [--mode hybrid]` opens the AdmissionInspector on that query."""
         from . import widgets
 
-        reopen = f"`{self.session.open_line}`, then `{shlex.join(['%pcmem', 'inspect', args.widget, *args.refs])}`"
+        argv = ["%pcmem", "inspect", args.widget, *args.refs, *(["--mode", args.mode] if args.mode else [])]
+        reopen = f"`{self.session.open_line}`, then `{shlex.join(argv)}`"
         if args.widget == "admission":
-            return widgets.AdmissionInspector(self.svc, args.refs, runner=self.session.runner, reopen=reopen)
+            # a Memory is named by its id; every other word is the query's
+            memories = [w for w in args.refs if w.startswith("mem_art_")]
+            query = " ".join(w for w in args.refs if not w.startswith("mem_art_"))
+            limit = self.limit if args.limit is None else args.limit
+            if not 1 <= limit <= 50:
+                raise PcMemUserError(f"--limit must be within 1..50 for the inspector, got {limit}")
+            return widgets.AdmissionInspector(self.svc, memories, runner=self.session.runner, reopen=reopen,
+                                              query=query, mode=args.mode or self.mode, limit=limit)
+        if args.mode is not None or args.limit is not None:
+            raise PcMemUserError(f"--mode and --limit are options of `%pcmem inspect admission`, not of {args.widget}")
         if len(args.refs) != 1:
             raise PcMemUserError(f"`%pcmem inspect {args.widget}` takes exactly one Memory REF")
         cls = widgets.ManifestInspector if args.widget == "manifest" else widgets.LineageExplorer
@@ -556,8 +569,10 @@ def _document() -> None:
     lines = [inspect.cleandoc(PcMem.pcmem.__doc__), "", "Subcommands::", ""]
     lines += ["  " + usage_line(f.parser) for f in methods]
     lines += ["", "Options: %config PcMem (limit, mode, preview_width, hash_width, kind, database, seekdb_dir, embedding, "
-              "search_log)."]
+              "search_log, policy_file, and one per admission policy field: "
+              f"{', '.join(policy_options.CONFIG_NAMES)})."]
     PcMem.pcmem.__doc__ = "\n".join(lines)
 
 
+policy_options.add_arguments(PcMem._search.parser)  # one option per policy field, before _document reads the parser
 _document()
