@@ -5,6 +5,9 @@ only step of search that touches the database — and every threshold change rep
 ``powercontext.memory.admission`` (explain + fuse) over the cached candidates. That is
 the same seam the evaluation harness uses, so what the sliders show equals
 ``svc.search(query, policy=…)`` with those thresholds.
+
+Its controls are generated from ``policy_fields`` (``policy_controls``): one per field
+that decides the search in view, so every field a rejection reason cites has one.
 """
 
 from __future__ import annotations
@@ -16,15 +19,17 @@ import ipywidgets as widgets
 import pandas as pd
 
 from powercontext import AdmissionPolicy, MemorySearchResult
-from powercontext.memory import admission
+from powercontext.memory import admission, policy_fields
+from powercontext.memory.policy_fields import PolicyField
 
 from .. import tables
 from ..display import esc, html_table, result_summary
 from ..refs import parse_memory, resolve_memories
-from . import admission_style
+from ..policy_options import resolved_mode
+from . import admission_style, policy_controls
 from ._base import ServiceWidget, frame_text
 
-__all__ = ["AdmissionInspector", "policy_text"]
+__all__ = ["AdmissionInspector"]
 
 MODES = ["fts", "vector", "hybrid", "auto"]
 #: Columns cut to a width in the plain-text fallback (fixed-width text cannot wrap a cell).
@@ -36,18 +41,14 @@ WRAP = ("reason", "text", "memory", "entry_id")
 TEXT_COLUMNS = ["channel", "channel_rank", "admitted", "reason", "hit_rank", "entry_id", "text"]
 
 
-def policy_text(policy: AdmissionPolicy) -> str:
-    """The three slider thresholds as ``fts_min_terms=2, fts_min_coverage=0.25, vector_min_cosine=0.3``."""
-    return (f"fts_min_terms={policy.fts_min_terms}, fts_min_coverage={policy.fts_min_coverage:g}, "
-            f"vector_min_cosine={policy.vector_min_cosine:g}")
-
-
 class AdmissionInspector(ServiceWidget):
     """``AdmissionInspector(svc, memories, query="")``: searches the Memories' current
     heads (all Memories if ``memories`` is empty).
 
-    State: ``query`` (Text), ``mode`` (ToggleButtons), ``limit``, ``fts_min_terms``,
-    ``fts_min_coverage``, ``vector_min_cosine`` (sliders); ``hits``, ``admitted``,
+    State: ``query`` (Text), ``mode`` (ToggleButtons), ``limit`` (slider), one control per
+    tunable policy field in ``controls`` (also an attribute of its name: ``fts_min_terms``,
+    ``hybrid_fts_min_terms``, ``vector_min_centred`` …), shown where the field decides
+    the search in view (``shown``: their names); ``hits``, ``admitted``,
     ``rejected`` (DataFrames) and ``hits_table``, ``admitted_table``,
     ``rejected_table`` (HTML: the reason and text wrap, other cells stay on one line);
     ``result`` (the MemorySearchResult replayed); ``retrievals`` counts database round
@@ -55,12 +56,15 @@ class AdmissionInspector(ServiceWidget):
     Displayed without a live kernel it shows the summary and these tables."""
 
     def __init__(self, svc: Any, memories: Sequence[Any] = (), runner=None, *, query: str = "",
-                 mode: str = "auto", limit: int = 8, width: int = 80, reopen: str | None = None) -> None:
+                 mode: str = "auto", limit: int = 8, width: int = 80, reopen: str | None = None,
+                 fields: Sequence[PolicyField] | None = None) -> None:
         super().__init__(svc, runner, reopen=reopen)
         self.width = width
         self.memory_ids = [parse_memory(m).text for m in (memories or ())]
         base: AdmissionPolicy = svc.policy
         self.base_policy = base
+        self.fields = tuple(policy_fields.FIELDS if fields is None else fields)
+        self.used_mode = resolved_mode(mode, svc)  # until a retrieval says which mode ran
         self.retrievals = 0
         self._fresh = False  # the last _retrieve went to the database
         self._cache: dict[tuple, Any] = {}
@@ -70,11 +74,12 @@ class AdmissionInspector(ServiceWidget):
         self.query = widgets.Text(value=query, placeholder="query…", description="Query", continuous_update=False)
         self.mode = widgets.ToggleButtons(options=MODES, value=mode, description="Mode")
         self.limit = widgets.IntSlider(value=limit, min=1, max=50, description="limit", continuous_update=False)
-        self.fts_min_terms = widgets.IntSlider(value=base.fts_min_terms, min=1, max=10, description="fts_min_terms")
-        self.fts_min_coverage = widgets.FloatSlider(value=base.fts_min_coverage, min=0.0, max=1.0, step=0.05,
-                                                    description="fts_min_coverage", readout_format=".2f")
-        self.vector_min_cosine = widgets.FloatSlider(value=base.vector_min_cosine, min=-1.0, max=1.0, step=0.01,
-                                                     description="vector_min_cosine", readout_format=".2f")
+        self.controls: dict[str, widgets.Widget] = {
+            f.name: policy_controls.make_control(f, getattr(base, f.name)) for f in self.fields if f.tunable}
+        for name, control in self.controls.items():
+            setattr(self, name, control)
+        self.shown: list[str] = []
+        self.control_box = widgets.Box(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
         self.retrieve_button = widgets.Button(description="Retrieve again", icon="refresh",
                                               tooltip="forget the cached candidates (e.g. after a write)")
         self.retrieve_button.on_click(self.action(lambda _: self.retrieve_again()))
@@ -83,11 +88,8 @@ class AdmissionInspector(ServiceWidget):
         self.hits_table, self.admitted_table, self.rejected_table = widgets.HTML(), widgets.HTML(), widgets.HTML()
         for control in (self.query, self.mode, self.limit):
             control.observe(self.action(self._refresh), names="value")
-        for slider in (self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine):
-            slider.observe(self.action(self._replay), names="value")
-        style = {"description_width": "initial"}
-        for slider in (self.fts_min_terms, self.fts_min_coverage, self.vector_min_cosine):
-            slider.style = style
+        for control in self.controls.values():
+            control.observe(self.action(self._replay), names="value")
         # the tables fit the window (issue 45): admission_style's hidden stylesheet
         self.add_class(admission_style.ROOT)
         self.hits_table.add_class(admission_style.HITS)
@@ -95,22 +97,27 @@ class AdmissionInspector(ServiceWidget):
             table.add_class(admission_style.CANDIDATES)
         self.children = [
             widgets.HTML(admission_style.stylesheet(WRAP), layout=widgets.Layout(display="none")),
-            widgets.HBox([self.query, self.retrieve_button]), self.mode, widgets.HBox([self.limit, self.fts_min_terms]),
-            widgets.HBox([self.fts_min_coverage, self.vector_min_cosine]),
+            widgets.HBox([self.query, self.retrieve_button]), self.mode, self.limit, self.control_box,
             self.status, self.summary, self.hits_table, self.admitted_table, self.rejected_table,
         ]
+        self._show_controls(self.used_mode)
         self._refresh()
 
     # ------------------------------------------------------------------ state
 
+    def _show_controls(self, mode: str) -> None:
+        """Show the controls of the fields that decide a ``mode`` search, hide the others."""
+        self.used_mode = mode
+        self.shown = [f.name for f in policy_controls.applicable(self.base_policy, mode, self.fields)]
+        for name, control in self.controls.items():
+            control.layout.display = None if name in self.shown else "none"
+
     @property
     def policy(self) -> AdmissionPolicy:
-        return dataclasses.replace(
-            self.base_policy,
-            fts_min_terms=int(self.fts_min_terms.value),
-            fts_min_coverage=float(self.fts_min_coverage.value),
-            vector_min_cosine=float(self.vector_min_cosine.value),
-        )
+        """The base policy with the shown controls' values (hidden ones keep the base's)."""
+        by_name = policy_fields.by_name(self.fields)
+        return dataclasses.replace(self.base_policy, **{
+            name: policy_controls.control_value(by_name[name], self.controls[name]) for name in self.shown})
 
     def _retrieve(self):
         """The cached retrieval for the current query/mode/pool, fetching it once."""
@@ -150,6 +157,8 @@ class AdmissionInspector(ServiceWidget):
             self._clear(None)
             return
         retrieval, used, fallback = fetched
+        if used != self.used_mode:
+            self._show_controls(used)
         policy = self.policy
         decisions = admission.explain(retrieval.channels, policy)
         hits = admission.fuse(retrieval.channels, policy, self.limit.value)
@@ -177,11 +186,14 @@ class AdmissionInspector(ServiceWidget):
         n = len(frame)
         if self._fresh:
             self.show_done(f"retrieved {n} candidate{'' if n == 1 else 's'} from the database "
-                           f"(round trip {self.retrievals}); admission replayed at {policy_text(policy)}")
+                           f"(round trip {self.retrievals}); admission replayed at {self._policy_text(policy, used)}")
         else:
             self.show_done(f"replayed admission over {n} cached candidate{'' if n == 1 else 's'} at "
-                           f"{policy_text(policy)} (no database round trip)")
+                           f"{self._policy_text(policy, used)} (no database round trip)")
         self._fresh = False
+
+    def _policy_text(self, policy: AdmissionPolicy, mode: str) -> str:
+        return policy_controls.policy_text(policy, mode, self.fields)
 
     def _clear(self, note: str | None) -> None:
         self.result = None

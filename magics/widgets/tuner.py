@@ -3,15 +3,16 @@
 ``ThresholdTuner(result)`` takes what ``powercontext.eval.harness.sweep`` returns (or
 its ``.sweep`` DataFrame: one row per backend × mode × corpus × split × thresholds ×
 limit, one column per metric). Dropdowns pick the slice (and the admission family,
-when the sweep has several), sliders pick the thresholds the slice reads (fts: terms
-and coverage; vector: cosine; hybrid: all three; a family's own thresholds too) and
+when the sweep has several), sliders pick the thresholds the slice reads — one per
+admission policy field (``powercontext.memory.policy_fields``) that is a column of the
+sweep, so a field added to the policy and swept gets a slider with no code here — and
 the limit; the selected sweep point's metrics update live, and the plot shows the
 chosen metric and the false-admission rate along the mode's main threshold, with the
 selected point and the harness's recommendation marked.
 
 The plot is SVG (sharp at any zoom, shown at its natural size); the no-admission
 point (cosine −1: admit everything) sits just left of the swept range under a "none"
-tick instead of stretching the axis to −1. ``fts_min_terms`` is an IntSlider, the
+tick instead of stretching the axis to −1. Integer fields are IntSliders, the
 float thresholds and the limit are SelectionSliders over the swept values, and every
 label is shown whole. Without a live kernel the tuner displays its selected point and
 plotted curve as tables.
@@ -33,19 +34,15 @@ import ipywidgets as widgets
 import pandas as pd
 
 from powercontext.eval.plots import cosine_positions, place_labels
+from powercontext.memory import policy_fields
 
 from ..display import esc, html_table
 from ._base import StaticFallback, frame_text
 
 __all__ = ["ThresholdTuner"]
 
-THRESHOLDS = ("fts_min_terms", "fts_min_coverage", "vector_min_cosine")
-#: Every threshold column a sweep may hold (a sweep of admission families adds the
-#: ones after the RFC's three); the tuner shows a slider for each column present and
-#: enables it where the slice reads it (non-NaN).
-PARAMS = ("fts_min_terms", "fts_min_coverage", "hybrid_fts_min_terms", "hybrid_fts_min_coverage", "vector_min_cosine",
-          "vector_min_centred", "cross_script_min_terms", "vector_uncovered", "gate_min")
-INTEGER = frozenset({"fts_min_terms", "hybrid_fts_min_terms", "cross_script_min_terms", "limit"})
+#: The columns every sweep has besides its thresholds.
+REQUIRED = ("backend", "mode", "corpus", "split", "limit")
 SHOWN = ("ndcg@10", "mrr@10", "recall@10", "set_precision", "set_recall", "set_f1", "false_admission", "empty_answer")
 #: Labels shown whole: descriptions take the width they need.
 LABEL_STYLE = {"description_width": "initial"}
@@ -61,11 +58,11 @@ def _order(value: Any) -> tuple:
     return (1, 0.0, value) if isinstance(value, str) else (0, float(value), "")
 
 
-def _values(frame: pd.DataFrame, column: str) -> list[Any]:
+def _values(frame: pd.DataFrame, column: str, integer: bool) -> list[Any]:
     """The swept values of ``column`` in ``frame``: ints for integer thresholds, floats
     (or a word such as ``refuse``) otherwise."""
     values = sorted({v for v in frame[column] if _present(v)}, key=_order)
-    if column in INTEGER:
+    if integer:
         return [int(v) for v in values]
     return [v if isinstance(v, str) else float(v) for v in values]
 
@@ -96,11 +93,17 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
     row), ``curve`` (the plotted rows), ``table`` (HTML of the point's metrics),
     ``plot`` (an SVG Image)."""
 
-    def __init__(self, result: Any, metric: str = "ndcg@10", **kwargs: Any) -> None:
+    def __init__(self, result: Any, metric: str = "ndcg@10", fields: Any = None, **kwargs: Any) -> None:
+        """``fields``: the policy fields to offer (default ``policy_fields.FIELDS``): a
+        slider for each one that is a column of the sweep, enabled where the slice reads
+        it (non-NaN); integer fields get IntSliders."""
         super().__init__(**kwargs)
         self.frame = result.sweep if hasattr(result, "sweep") else result
-        if not isinstance(self.frame, pd.DataFrame) or not set(THRESHOLDS) <= set(self.frame.columns):
+        tunable = [f for f in (policy_fields.FIELDS if fields is None else fields) if f.tunable]
+        if (not isinstance(self.frame, pd.DataFrame) or not set(REQUIRED) <= set(self.frame.columns)
+                or not any(f.name in self.frame.columns for f in tunable)):
             raise TypeError("ThresholdTuner takes a harness SweepResult or its .sweep DataFrame")
+        self.integer = frozenset({f.name for f in tunable if f.integer} | {"limit"})
         self.recommendations = getattr(result, "recommendations", None)
         peers = getattr(result, "peers", None)
         self.peers = peers if isinstance(peers, pd.DataFrame) and len(peers) else None
@@ -118,15 +121,15 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
         self.family = dropdown("family", families, pick("family", "floors")) if len(families) > 1 else None
         metrics = [m for m in SHOWN if m in f.columns and m != "false_admission"]
         self.metric = dropdown("metric", metrics, metric if metric in metrics else metrics[0])
-        self.params = [p for p in PARAMS if p in f.columns]
+        self.params = [t.name for t in tunable if t.name in f.columns]
         self.sliders: dict[str, widgets.IntSlider | widgets.SelectionSlider] = {
             name: (widgets.IntSlider(value=1, min=1, max=1, description=name, continuous_update=False, style=LABEL_STYLE)
-                   if name in INTEGER and name != "limit" else
+                   if name in self.integer and name != "limit" else
                    widgets.SelectionSlider(options=[0], description=name, continuous_update=False, style=LABEL_STYLE))
             for name in (*self.params, "limit")
         }
-        self.fts_min_terms, self.fts_min_coverage = self.sliders["fts_min_terms"], self.sliders["fts_min_coverage"]
-        self.vector_min_cosine, self.limit = self.sliders["vector_min_cosine"], self.sliders["limit"]
+        for name, slider in self.sliders.items():  # t.fts_min_terms, t.limit …
+            setattr(self, name, slider)
         self.table = widgets.HTML()
         self.plot = widgets.Image(format="svg+xml")
         self.point: pd.Series | None = None
@@ -171,7 +174,7 @@ class ThresholdTuner(StaticFallback, widgets.VBox):
         self._quiet = True
         self.relevant, self._swept = [], {}
         for name, slider in self.sliders.items():
-            values = _values(part, name)
+            values = _values(part, name, name in self.integer)
             self._swept[name] = len(values)
             slider.disabled = not values
             if not values:
