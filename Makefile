@@ -25,8 +25,10 @@ $(STAMP): pyproject.toml
 # of it single-threaded Python. --dist loadfile keeps each file on one worker, so a
 # notebook's cells run in order in one kernel, and each worker starts its own seekdb
 # (the session fixture). `$(PY) -m pytest tests/x.py` still runs serially.
+# --no-loadscope-reorder: files go out longest first, as tests/conftest.py orders them
+# (LONGEST_FIRST), not most-tests first, so no long file is left alone at the end.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # Runtime crash loops beyond `make test`: 25 SIGKILLs per storage profile between the
 # Memory commit and the cursor save, each followed by a replay in a new process; and 25
