@@ -38,7 +38,7 @@ soak-runtime: $(STAMP)
 		tests/runtime/test_capture_crash_loop.py -s -q
 
 # The reliability loops at length (issue 13): 100 SIGKILLs of a child writer per
-# database and 2,000 fuzz examples per database, instead of make test's 10 and 120; and
+# database and 2,000 fuzz examples per database, instead of make test's 5 and 120; and
 # the hostile-argument calls of every public entry point (issue 35), 200 per entry point
 # instead of 20 (~20 min). And (issue 43) the embedding migration against a real second process:
 # 10 commits inside the migration's write transaction per database and mode instead of 1, and
