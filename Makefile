@@ -25,8 +25,10 @@ $(STAMP): pyproject.toml
 # of it single-threaded Python. --dist loadfile keeps each file on one worker, so a
 # notebook's cells run in order in one kernel, and each worker starts its own seekdb
 # (the session fixture). `$(PY) -m pytest tests/x.py` still runs serially.
+# --no-loadscope-reorder: files go out longest first, as tests/conftest.py orders them
+# (LONGEST_FIRST), not most-tests first, so no long file is left alone at the end.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder
 
 # Runtime crash loops beyond `make test`: 25 SIGKILLs per storage profile between the
 # Memory commit and the cursor save, each followed by a replay in a new process; and 25
@@ -36,7 +38,7 @@ soak-runtime: $(STAMP)
 		tests/runtime/test_capture_crash_loop.py -s -q
 
 # The reliability loops at length (issue 13): 100 SIGKILLs of a child writer per
-# database and 2,000 fuzz examples per database, instead of make test's 10 and 120; and
+# database and 2,000 fuzz examples per database, instead of make test's 5 and 120; and
 # the hostile-argument calls of every public entry point (issue 35), 200 per entry point
 # instead of 20 (~20 min). And (issue 43) the embedding migration against a real second process:
 # 10 commits inside the migration's write transaction per database and mode instead of 1, and

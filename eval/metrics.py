@@ -144,9 +144,35 @@ def per_query_scoped(frame: "pd.DataFrame") -> "pd.DataFrame":
 # ---------------------------------------------------------------------------- ranx
 
 
+def _cache_numba_containers() -> None:
+    """Keep numba's typed Dict and List compiled on disk, as ranx keeps its own functions.
+
+    ranx fills ``numba.typed`` containers from Python (``Qrels.from_dict``, ``Run``): each
+    new key/value type compiles the containers' methods, and numba compiles them without
+    its on-disk cache, so every process that scored anything paid 15-40 s of JIT (each
+    sweep, each notebook kernel, each test worker) to score a handful of queries. With
+    caching on, the first process writes the compiled methods next to numba's own
+    sources (in the venv, like ranx's cache) and later ones load them in a second.
+    Where the cache cannot be written, numba compiles as before."""
+    if getattr(_cache_numba_containers, "done", False):
+        return
+    from numba.core.registry import CPUDispatcher
+    from numba.typed import typeddict, typedlist
+
+    for module in (typeddict, typedlist):
+        for function in vars(module).values():
+            if isinstance(function, CPUDispatcher):
+                try:
+                    function.enable_caching()
+                except RuntimeError:  # no writable cache location: compiled per process, as before
+                    pass
+    _cache_numba_containers.done = True
+
+
 def _ranx_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]], name: str):
     from ranx import Run
 
+    _cache_numba_containers()
     # Strictly decreasing scores that keep our order (ranx re-sorts by score).
     scores = {q: {doc: float(len(docs) - i) for i, doc in enumerate(docs)} for q, docs in run.items() if q in qrels}
     r = Run.from_dict({q: d for q, d in scores.items() if d}, name=name) if any(scores.values()) else Run(name=name)
@@ -159,6 +185,7 @@ def ranx_scores(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Sequen
     (positive queries); an empty or missing ranking scores 0."""
     from ranx import Qrels, evaluate
 
+    _cache_numba_containers()
     q = Qrels.from_dict({k: dict(v) for k, v in qrels.items() if v})
     r = _ranx_run(run, qrels, name).make_comparable(q)
     with warnings.catch_warnings():
@@ -175,6 +202,7 @@ def ranx_compare(qrels: Mapping[str, Mapping[str, int]], runs: Mapping[str, Mapp
     Report; ``report.to_dict()`` has the numbers."""
     from ranx import Qrels, compare
 
+    _cache_numba_containers()
     q = Qrels.from_dict({k: dict(v) for k, v in qrels.items() if v})
     ranx_runs = [_ranx_run(run, qrels, name).make_comparable(q) for name, run in runs.items()]
     with warnings.catch_warnings():

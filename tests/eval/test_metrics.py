@@ -83,3 +83,32 @@ def test_every_metric_has_a_definition_and_a_population():
         assert m.population in ("positive", "empty", "all") and len(m.definition) > 20
     m = M.row_metrics(np.zeros((1, 10)), np.array([0]), np.array([1]), np.array([1.0]), 10)
     assert set(m) == set(M.METRIC_NAMES)
+
+
+SCORE_AND_REPORT = """
+from numba.typed import typeddict, typedlist
+from powercontext.eval import metrics as M
+M.ranx_scores({"q1": {"a": 1, "b": 2}, "q2": {"c": 1}}, {"q1": ["a", "x"], "q2": ["c"]})
+M.ranx_compare({"q1": {"a": 1}}, {"x": {"q1": ["a"]}, "y": {"q1": ["b", "a"]}})
+for module in (typeddict, typedlist):
+    for name in ("_make_dict", "_make_list", "_setitem", "_append", "_contains", "_iter", "_length"):
+        function = getattr(module, name, None)
+        if function is not None and function.signatures:
+            print(module.__name__, name, sum(function.stats.cache_hits.values()), sum(function.stats.cache_misses.values()))
+"""
+
+
+def test_a_second_process_loads_ranxs_containers_compiled_instead_of_compiling_them_again():
+    """ranx fills numba's typed Dict/List from Python; numba compiled their methods anew
+    in every process (15-40 s per sweep, notebook kernel or test worker). The first
+    process now writes them to numba's disk cache and the next one only loads them."""
+    import subprocess
+    import sys
+
+    runs = [subprocess.run([sys.executable, "-c", SCORE_AND_REPORT], capture_output=True, text=True, timeout=600)
+            for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), runs[-1].stderr[-2000:]
+    rows = [line.split() for line in runs[1].stdout.splitlines()]
+    assert {name for _, name, _, _ in rows} >= {"_make_dict", "_make_list"}, runs[1].stdout
+    compiled_again = [(module, name) for module, name, hits, misses in rows if int(misses) or not int(hits)]
+    assert not compiled_again, f"compiled again in the second process: {compiled_again}"

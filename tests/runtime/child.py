@@ -150,12 +150,15 @@ async def capture_until(target: str, scope: str, point: str) -> None:
     print("UNEXPECTED capture returned", flush=True)
 
 
-async def open_at(target: str, sidecar: str, start_at: str) -> None:
-    """Open a scheduled Runtime at wall time ``start_at`` (two of these race), close it."""
+async def open_at(target: str, sidecar: str) -> None:
+    """Print READY once imported, then open a scheduled Runtime at the wall time the
+    parent writes to stdin (two of these race, told the same time), close it."""
     import time
 
     pipeline = DefaultCandidatePipeline()
-    time.sleep(max(0.0, float(start_at) - time.time()))
+    print("READY", flush=True)
+    start_at = float(sys.stdin.readline())
+    time.sleep(max(0.0, start_at - time.time()))
     try:
         runtime = await PowerContextRuntime.open(target, candidate_pipeline=pipeline, schedule_seconds=3600,
                                                  scheduler_path=sidecar)

@@ -15,7 +15,8 @@ TIMEOUT = 120
 def spawn(mode: str, *args: object) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "tests.runtime.child", mode, *map(str, args)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
     )
 
 

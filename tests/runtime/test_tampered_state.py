@@ -14,7 +14,7 @@ from powercontext.runtime import PowerContextRuntime, RuntimeStateError, Schedul
 from powercontext.runtime.scheduling import job_count
 
 from .pipelines import structured
-from .processes import TIMEOUT, spawn
+from .processes import TIMEOUT, read, spawn
 from .rows import runtime_sql
 from .test_scheduler import _forge, sidecar_jobs, wait_for
 
@@ -110,8 +110,13 @@ def test_two_processes_opening_one_runtime_at_once_get_no_raw_error(tmp_path):
     outcomes = []
     for round_ in range(ROUNDS):
         target, sidecar = tmp_path / f"runtime-{round_}.db", tmp_path / f"scheduler-{round_}.sqlite"
-        start_at = time.time() + 4.0  # both children are imported and waiting by then
-        procs = [spawn("open", target, sidecar, start_at) for _ in range(2)]
+        procs = [spawn("open", target, sidecar) for _ in range(2)]
+        for proc in procs:  # both imported and waiting (a fixed 4 s head start cost 24 s a run)
+            read(proc, "READY")
+        start_at = time.time() + 0.2
+        for proc in procs:
+            proc.stdin.write(f"{start_at}\n")
+            proc.stdin.flush()
         for proc in procs:
             out, err = proc.communicate(timeout=TIMEOUT)
             outcomes.append(out.strip() or err.strip().splitlines()[-1])
