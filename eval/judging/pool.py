@@ -30,6 +30,7 @@ from powercontext.opening import _sqlite_path
 from powercontext.redaction import redact
 
 from .folder import FORMAT, JudgingError, PoolFolder, append_lines, jsonl, write_atomic
+from .order import candidate_signals
 
 __all__ = ["MODES", "fold", "pool", "pool_async", "pool_question", "read_questions"]
 
@@ -154,6 +155,7 @@ async def pool_question(svc, q, refs, depth, profile, ids) -> list[dict]:
             line["signals"][f"{source}:{name}"] = value
 
     modes = MODES if profile else ("fts",)
+    stored: dict[tuple[str, str], dict] = {}  # the widest retrieval's per-channel signals (judging order)
     for mode in modes:
         retrieval, used, _ = await svc.retrieve(q["text"], refs, limit=depth, mode=mode, policy=admission.NO_ADMISSION)
         if used != mode:
@@ -162,11 +164,14 @@ async def pool_question(svc, q, refs, depth, profile, ids) -> list[dict]:
         signals = {}
         for channel in retrieval.channels.values():
             for c in channel:
-                s = signals.setdefault((c.memory_ref.artifact_id, c.entry_id), {})
+                key = (c.memory_ref.artifact_id, c.entry_id)
+                s = signals.setdefault(key, {})
                 if c.channel == "fts":
                     s["matched_terms"] = len(c.matched_terms)
                 elif c.cosine is not None:
                     s["cosine"] = round(c.cosine, 4)
+                if mode == modes[-1]:  # hybrid (fts without a profile): both channels, every signal
+                    stored.setdefault(key, {})[c.channel] = candidate_signals(c)
         for rank, hit in enumerate(admission.fuse(retrieval.channels, admission.NO_ADMISSION, depth), 1):
             key = (hit.memory_ref.artifact_id, hit.entry_id)
             if key in ids:
@@ -175,8 +180,11 @@ async def pool_question(svc, q, refs, depth, profile, ids) -> list[dict]:
         if (artifact_id, entry_id) in ids:  # a logged hit since forgotten is not in the snapshot
             add(ids[(artifact_id, entry_id)], "log", rank)
     lines = sorted(pooled.values(), key=lambda line: (line["best_rank"], line["entry_id"]))
+    by_id = {cid: key for key, cid in ids.items()}
     for line in lines:
         line["pooled"] = len(lines)
+        if by_id[line["entry_id"]] in stored:
+            line["channels"] = {profile or "none": stored[by_id[line["entry_id"]]]}
     return lines
 
 

@@ -3,7 +3,10 @@
 The candidates of a question come in a shuffled order seeded by the judge's name and
 the question id — the same order after a restart, and never the pool's rank order —
 with no channel shown until the question is judged (and only with ``show_channels``),
-so neither rank nor channel sways the grade. Every click is a line appended and fsync'd
+so neither rank nor channel sways the grade. Questions come most uncertain first
+(``judging.order``: candidates near a threshold of the profile's default policy, channels
+that disagree, questions the log saw most often); ``order="file"`` keeps the folder's
+order. Every click is a line appended and fsync'd
 at once by the judge's JudgeWriter, which holds the judge name's lock while the widget
 is open; a restarted kernel reads the file and resumes at the first question not judged.
 
@@ -24,8 +27,9 @@ from typing import Any, Optional
 
 import ipywidgets as widgets
 
+from powercontext.eval.judging.order import judging_order
 from powercontext.eval.judging.judgments import (
-    DEFAULT_JUDGE, Candidate, JudgeWriter, JudgmentLog, read_judgments, read_pool,
+    DEFAULT_JUDGE, Candidate, JudgeWriter, JudgingError, JudgmentLog, read_judgments, read_pool,
 )
 
 from ..display import esc
@@ -35,6 +39,7 @@ from ._base import STATUS_COLORS, StaticFallback
 __all__ = ["JudgeWidget", "candidate_order"]
 
 GRADE_LABELS = {0: "not relevant", 1: "partly answers it", 2: "answers it"}
+ORDERS = ("uncertainty", "file")
 #: One open widget per (folder, judge) in this kernel: judging the same folder again
 #: replaces it instead of being refused by our own lock.
 _OPEN: dict[tuple[str, str], "JudgeWidget"] = {}
@@ -55,7 +60,7 @@ def _button(description: str, css: str, tooltip: str = "", **kwargs: Any) -> wid
 
 
 class JudgeWidget(StaticFallback, widgets.VBox):
-    """``JudgeWidget(folder, judge="default", show_channels=False)``.
+    """``JudgeWidget(folder, judge="default", show_channels=False, order="uncertainty")``.
 
     State: ``pool``, ``judgments`` (the judge's JudgmentLog, updated per click), ``query_id``
     (the question shown), ``order`` (its candidates as shown), ``cursor`` (the marked
@@ -63,8 +68,11 @@ class JudgeWidget(StaticFallback, widgets.VBox):
     ``nothing_answers()``, ``skip()``, ``save_note(text)``, ``go(query_id)``,
     ``next()``/``previous()``, ``press(keys)``, ``close()`` (releases the judge name)."""
 
-    def __init__(self, folder: str | Path, judge: str = DEFAULT_JUDGE, show_channels: bool = False) -> None:
+    def __init__(self, folder: str | Path, judge: str = DEFAULT_JUDGE, show_channels: bool = False,
+                 order: str = "uncertainty") -> None:
         super().__init__()
+        if order not in ORDERS:
+            raise JudgingError(f"judge: order must be one of {', '.join(ORDERS)}, got {str(order)[:40]!r}")
         pool = read_pool(folder)
         key = (str(pool.folder.resolve()), judge)
         if key in _OPEN:
@@ -74,7 +82,8 @@ class JudgeWidget(StaticFallback, widgets.VBox):
         _OPEN[key] = self
         self._key = key
         self.judgments: JudgmentLog = read_judgments(pool, judge)
-        self.questions = list(pool.questions)
+        self.questions = ([q.query_id for q in judging_order(pool.folder)] if order == "uncertainty"
+                          else list(pool.questions))
         self.query_id: Optional[str] = None
         self.order: list[Candidate] = []
         self.cursor = 0
@@ -108,7 +117,7 @@ class JudgeWidget(StaticFallback, widgets.VBox):
             widgets.HBox([self.unanswerable_button, self.skip_button, self.prev_button, self.next_button]),
             widgets.HBox([self.note, self.note_button]), self.key_box, self.status,
         ]
-        left = self.judgments.left
+        left = self._left()
         self.go(left[0] if left else (self.questions[0] if self.questions else None))
         if self.writer.dropped:  # opening the writer cut it, so the reader no longer sees it
             self._say(self.writer.dropped, "error")
@@ -217,8 +226,8 @@ class JudgeWidget(StaticFallback, widgets.VBox):
         self._say(what, "done")
 
     def _advance(self) -> None:
-        left = [q for q in self.judgments.left if q != self.query_id and not self.judgments.skipped(q)] or \
-               [q for q in self.judgments.left if q != self.query_id]
+        left = [q for q in self._left() if q != self.query_id and not self.judgments.skipped(q)] or \
+               [q for q in self._left() if q != self.query_id]
         after = [q for q in left if self.questions.index(q) > self.questions.index(self.query_id)]
         self.go((after or left or [None])[0])
 
@@ -231,13 +240,18 @@ class JudgeWidget(StaticFallback, widgets.VBox):
         if 0 <= index < len(self.questions):
             self.go(self.questions[index])
 
+    def _left(self) -> list[str]:
+        """The questions not judged yet, in this widget's judging order."""
+        left = set(self.judgments.left)
+        return [q for q in self.questions if q in left]
+
     def _say(self, message: str, kind: str) -> None:
         self.status_line = message
         self.status.value = (f"<span class='pcmem-status' data-kind='{kind}' style='color:{STATUS_COLORS[kind]}'>"
                              f"{esc(message)}</span>")
 
     def refresh(self) -> None:
-        judged, total, left = len(self.judgments.judged_ids), len(self.questions), self.judgments.left
+        judged, total, left = len(self.judgments.judged_ids), len(self.questions), self._left()
         self.progress.value = (f"<b class='pcmem-judge-count'>{judged} / {total} questions judged</b> · judge "
                                f"<code>{esc(self.judge)}</code> · left: {esc(', '.join(left)) or 'nothing'}")
         if self.query_id is None:

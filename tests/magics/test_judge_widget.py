@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from powercontext.eval.judging.judgments import read_judgments, read_pool
+from powercontext.eval.judging.judgments import JudgingError, read_judgments, read_pool
 from powercontext.magics.widgets import JudgeWidget
 from powercontext.magics.widgets.judge import candidate_order
 
@@ -175,3 +175,21 @@ def test_a_truncated_last_line_is_shown_and_ignored(folder):
     assert [x["grade"] for x in saved(folder, "t")] == [2, 0]
     w.close()
 
+
+
+def test_the_most_uncertain_or_most_asked_question_comes_first_unless_file_order_is_asked(shell, capsys, folder):
+    rows = [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
+    rows[2]["meta"]["log_count"] = 7  # q-weather: asked most often, no stored signals to weigh against it
+    (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    w = run(shell, f"%pcmem judge {folder} --judge ordered")
+    assert w.query_id == "q-weather" and w.questions == ["q-weather", "q-build", "q-deploy"]
+    assert "left: q-weather, q-build, q-deploy" in w.progress.value
+    w.press("n")                                                 # judged: on to the next in this order
+    assert w.query_id == "q-build"
+    w.close()
+    w = run(shell, f"%pcmem judge {folder} --judge filed --order file")
+    assert w.query_id == "q-build" and w.questions == ["q-build", "q-deploy", "q-weather"]
+    w.close()
+    with pytest.raises(JudgingError, match="order must be one of uncertainty, file"):
+        JudgeWidget(folder, judge="bad", order="random")
+    assert "invalid choice" in fail(shell, capsys, f"%pcmem judge {folder} --order random")
