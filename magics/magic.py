@@ -511,8 +511,9 @@ class PcMem(Magics):
               help="judge under this name (default: default); a second judge judges the folder independently")
     @argument("--show-channels", action="store_true",
               help="once a question is judged, show which channels found each candidate and its best rank")
-    @argument("--order", choices=("uncertainty", "file"), default="uncertainty",
-              help="uncertainty (default): the questions whose admission is least certain first; file: as pooled")
+    @argument("--order", choices=("sample", "uncertainty", "file"), default="sample",
+              help="sample (default): a seeded random order, the same for every judge; uncertainty: the questions "
+                   "whose admission is least certain first; file: as pooled")
     @output
     def _judge(self, args, cell):
         """Judge a pool folder's questions one at a time (every click saved at once; resumes)."""

@@ -3,9 +3,10 @@
 The candidates of a question come in a shuffled order seeded by the judge's name and
 the question id — the same order after a restart, and never the pool's rank order —
 with no channel shown until the question is judged (and only with ``show_channels``),
-so neither rank nor channel sways the grade. Questions come most uncertain first
-(``judging.order``: candidates near a threshold of the profile's default policy, channels
-that disagree, questions the log saw most often); ``order="file"`` keeps the folder's
+so neither rank nor channel sways the grade. Questions come in a seeded random order, the
+same for every judge (``judging.order``: a fitted policy needs a representative sample —
+judging the least certain first was measured to bias it); ``order="uncertainty"`` offers
+the questions whose admission is least certain first, ``order="file"`` the folder's
 order. Every click is a line appended and fsync'd
 at once by the judge's JudgeWriter, which holds the judge name's lock while the widget
 is open; a restarted kernel reads the file and resumes at the first question not judged.
@@ -27,7 +28,7 @@ from typing import Any, Optional
 
 import ipywidgets as widgets
 
-from powercontext.eval.judging.order import judging_order
+from powercontext.eval.judging.order import ORDERS, judging_order
 from powercontext.eval.judging.judgments import (
     DEFAULT_JUDGE, Candidate, JudgeWriter, JudgingError, JudgmentLog, read_judgments, read_pool,
 )
@@ -39,7 +40,7 @@ from ._base import STATUS_COLORS, StaticFallback
 __all__ = ["JudgeWidget", "candidate_order"]
 
 GRADE_LABELS = {0: "not relevant", 1: "partly answers it", 2: "answers it"}
-ORDERS = ("uncertainty", "file")
+
 #: One open widget per (folder, judge) in this kernel: judging the same folder again
 #: replaces it instead of being refused by our own lock.
 _OPEN: dict[tuple[str, str], "JudgeWidget"] = {}
@@ -60,7 +61,7 @@ def _button(description: str, css: str, tooltip: str = "", **kwargs: Any) -> wid
 
 
 class JudgeWidget(StaticFallback, widgets.VBox):
-    """``JudgeWidget(folder, judge="default", show_channels=False, order="uncertainty")``.
+    """``JudgeWidget(folder, judge="default", show_channels=False, order="sample")``.
 
     State: ``pool``, ``judgments`` (the judge's JudgmentLog, updated per click), ``query_id``
     (the question shown), ``order`` (its candidates as shown), ``cursor`` (the marked
@@ -69,7 +70,7 @@ class JudgeWidget(StaticFallback, widgets.VBox):
     ``next()``/``previous()``, ``press(keys)``, ``close()`` (releases the judge name)."""
 
     def __init__(self, folder: str | Path, judge: str = DEFAULT_JUDGE, show_channels: bool = False,
-                 order: str = "uncertainty") -> None:
+                 order: str = ORDERS[0]) -> None:
         super().__init__()
         if order not in ORDERS:
             raise JudgingError(f"judge: order must be one of {', '.join(ORDERS)}, got {str(order)[:40]!r}")
@@ -82,8 +83,7 @@ class JudgeWidget(StaticFallback, widgets.VBox):
         _OPEN[key] = self
         self._key = key
         self.judgments: JudgmentLog = read_judgments(pool, judge)
-        self.questions = ([q.query_id for q in judging_order(pool.folder)] if order == "uncertainty"
-                          else list(pool.questions))
+        self.questions = [q.query_id for q in judging_order(pool.folder, by=order)]
         self.query_id: Optional[str] = None
         self.order: list[Candidate] = []
         self.cursor = 0

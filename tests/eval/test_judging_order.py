@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+
 from powercontext.eval import judging
-from powercontext.eval.judging.folder import PoolFolder
+from powercontext.eval.judging.folder import JudgingError, PoolFolder
 from powercontext.eval.judging.order import order_questions, pool_channels, uncertainty
 from powercontext.magics.widgets.judge import JudgeWidget
 from powercontext.memory import admission
@@ -72,7 +74,7 @@ def test_a_real_pool_orders_from_its_own_signals_as_a_live_retrieval_would(datab
     folder = PoolFolder(out)
     lines = folder.pool_lines()
     assert all(set(line["channels"]) == {"minilm-l6-v2"} for line in lines)  # every pooled entry: hybrid signals
-    order = judging.judging_order(out)
+    order = judging.judging_order(out, by="uncertainty")
     assert sorted(s.query_id for s in order) == sorted(folder.queries())
     assert any(s.priority > 0 for s in order), "a question near a threshold"
     assert [s.priority for s in order] == sorted((s.priority for s in order), reverse=True)
@@ -99,8 +101,8 @@ def test_a_real_pool_orders_from_its_own_signals_as_a_live_retrieval_would(datab
     rebuilt = pool_channels([line for line in lines if line["query_id"] == order[0].query_id], folder.memories())
     assert set(rebuilt) == {"fts", "vector"}
 
-    # the widget offers the most uncertain question first; --order file keeps the folder's order
-    widget = JudgeWidget(out, judge="ordered")
+    # the widget offers the most uncertain question first when asked; --order file keeps the folder's order
+    widget = JudgeWidget(out, judge="ordered", order="uncertainty")
     try:
         assert widget.questions == [s.query_id for s in order] and widget.query_id == order[0].query_id
     finally:
@@ -119,4 +121,7 @@ def test_a_pool_without_stored_signals_orders_by_log_count(tmp_path):
     rows = [json.loads(line) for line in (folder / "queries.jsonl").read_text().splitlines()]
     rows[2]["meta"]["log_count"] = 7  # q-weather asked most often
     (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    assert [s.query_id for s in judging.judging_order(folder)] == ["q-weather", "q-build", "q-deploy"]
+    assert [s.query_id for s in judging.judging_order(folder, by="uncertainty")] == ["q-weather", "q-build", "q-deploy"]
+    assert [s.query_id for s in judging.judging_order(folder, by="file")] == ["q-build", "q-deploy", "q-weather"]
+    with pytest.raises(JudgingError, match="judging order must be one of sample, uncertainty, file"):
+        judging.judging_order(folder, by="random")
