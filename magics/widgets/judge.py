@@ -54,6 +54,16 @@ def candidate_order(candidates: tuple[Candidate, ...], judge: str, query_id: str
     return order
 
 
+def _close_tree(widget: widgets.Widget) -> None:
+    """Close a widget, its children and their layout and style models (separate widgets)."""
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
+        if isinstance(part, widgets.Widget):
+            part.close()
+    widget.close()
+
+
 def _button(description: str, css: str, tooltip: str = "", **kwargs: Any) -> widgets.Button:
     button = widgets.Button(description=description, tooltip=tooltip, layout=widgets.Layout(width="auto"), **kwargs)
     button.add_class(css)
@@ -265,7 +275,9 @@ class JudgeWidget(StaticFallback, widgets.VBox):
                                f"{self.questions.index(q.id) + 1} of {total} (<code>{esc(q.id)}</code>, {state}{unans})"
                                f"<div dir='auto' style='font-size:1.2em;white-space:pre-wrap;overflow-wrap:anywhere'>"
                                f"{esc(q.text)}</div></div>")
-        self.cards.children = [self._card(i, c) for i, c in enumerate(self.order)]
+        old, self.cards.children = self.cards.children, [self._card(i, c) for i, c in enumerate(self.order)]
+        for card in old:  # every click redraws the cards: the replaced ones would live on in the kernel
+            _close_tree(card)  # (and in a saved notebook's widget state) for the whole session
 
     def _revealed(self) -> bool:
         return self.show_channels and self.query_id is not None and self.judgments.judged(self.query_id)

@@ -204,3 +204,15 @@ def test_questions_come_in_a_seeded_sample_order_or_most_uncertain_first_or_as_f
         JudgeWidget(folder, judge="bad", order="random")
     assert "invalid choice" in fail(shell, capsys, f"%pcmem judge {folder} --order random")
 
+
+def test_redrawn_cards_are_closed_so_a_long_session_does_not_pile_up_widgets(folder):
+    from ipywidgets.widgets.widget import _instances  # every live widget model (Widget.widgets, deprecated)
+
+    w = JudgeWidget(folder, judge="long", order="file")
+    w.go("q-build")
+    live = len(_instances)
+    for _ in range(5):
+        w.grade(0, 1)
+        w.go("q-build")
+    assert len(_instances) == live
+    w.close()
