@@ -325,6 +325,8 @@ class JudgeWidget(StaticFallback, widgets.VBox):
         return "\n".join(lines)
 
     def fallback_html(self) -> str:
-        cards = "".join(self._card_html(i, c) for i, c in enumerate(self.order))
-        return (f"<b>{esc(self.headline())}</b><div>{self.progress.value}</div>{self.question.value}{cards}"
+        # one candidate per table row: a static renderer (GitHub, nbconvert) draws them as a list
+        cards = "".join(f"<tr><td>{self._card_html(i, c)}</td></tr>" for i, c in enumerate(self.order))
+        return (f"<b>{esc(self.headline())}</b><div>{self.progress.value}</div>{self.question.value}"
+                f"<table class='pcmem-table'><tbody>{cards}</tbody></table>"
                 f"{self.status.value}")
