@@ -96,9 +96,11 @@ compaction: $(STAMP)
 # `make test` then checks them with strict nbval. No timing metadata, so reruns diff cleanly.
 # The widgets' state is stored in the notebook's metadata, so GitHub, nbviewer and
 # `nbconvert --to html` draw them without a kernel. Only some: make notebooks NOTEBOOKS=notebooks/02*.ipynb
+# (`$(PY) -m nbconvert`, not the jupyter scripts: a copied venv's scripts keep the original
+# venv's shebang, and its kernel would import that checkout's library)
 NOTEBOOKS ?= notebooks/[0-9]*.ipynb
 notebooks: $(STAMP)
-	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
+	$(PY) -m nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
 		--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=True $(NOTEBOOKS)
 	$(PY) notebooks/jupyterlab_form.py $(NOTEBOOKS)  # as JupyterLab saves them: a user's run is no diff
