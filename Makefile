@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: analyzers setup test soak eval scale scale100k compaction bench notebooks clean soak-runtime
+.PHONY: analyzers setup test soak eval scale scale100k compaction bench judging-bench notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -77,6 +77,13 @@ bench: $(STAMP)
 	$(PY) benchmarks/search_parts_bench.py
 	$(PY) benchmarks/sweep_bench.py
 	$(PY) benchmarks/search_log_bench.py
+
+# The researcher's loop (issue 44): what the judging order saves (benchmarks/judging_order.py,
+# ~4 min) and the whole loop timed step by step, each step a new process as from a shell
+# (benchmarks/judging_loop.py, ~8 min). Not part of `make bench`.
+judging-bench: $(STAMP)
+	$(PY) benchmarks/judging_order.py
+	$(PY) benchmarks/judging_loop.py
 
 # A 100,000-entry Memory on both databases (issue 15): one remember() of 100k entries with
 # (seeded) vectors, then every public MemoryService operation on it, each reported as ok /

@@ -24,6 +24,16 @@ floors+cross-script+coverage) at limit 8 — the full default grid × hundreds o
 would not fit in memory. The judge answers from the whole qrels (not only pooled
 candidates) and the corpora have no search log, so the log-count part of the order is
 not exercised here.
+
+Measured 2026-12-06 (2 cores, loaded): mean gap of the fitted policy to the all-judged one
+over the first half of the questions, nDCG@10 / false admission —
+atlas-etl (209 q): uncertainty first 0.173 / 0.269, sample (default) 0.047 / 0.105,
+random (5 seeds) 0.043 / 0.090; lantern-relay (482 q): 0.129 / 0.134, 0.092 / 0.152,
+0.046 / 0.078. After 50 judged (atlas-etl) the fitted policy scores nDCG@10 0.426 /
+FA 0.083 in the uncertainty order, 0.687 / 0.333 in the sample order, 0.621 / 0.250 in
+random orders (all judged: 0.648 / 0.271). The fitted policy stops changing only near the
+end in any order (random: median 195 of 209, 455 of 482; uncertainty: all). About 1.5
+min (atlas-etl) and 2.5 min (lantern-relay) per corpus.
 """
 
 from __future__ import annotations
