@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: analyzers setup test soak eval scale scale100k compaction bench notebooks clean soak-runtime
+.PHONY: analyzers setup test soak eval scale scale100k compaction bench judging-bench notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -80,6 +80,13 @@ bench: $(STAMP)
 	$(PY) benchmarks/sweep_bench.py
 	$(PY) benchmarks/search_log_bench.py
 
+# The researcher's loop (issue 44): what the judging order saves (benchmarks/judging_order.py,
+# ~4 min) and the whole loop timed step by step, each step a new process as from a shell
+# (benchmarks/judging_loop.py, ~8 min). Not part of `make bench`.
+judging-bench: $(STAMP)
+	$(PY) benchmarks/judging_order.py
+	$(PY) benchmarks/judging_loop.py
+
 # A 100,000-entry Memory on both databases (issue 15): one remember() of 100k entries with
 # (seeded) vectors, then every public MemoryService operation on it, each reported as ok /
 # typed error / raw error with its seconds and the peak RSS of this process and of seekdb
@@ -98,9 +105,11 @@ compaction: $(STAMP)
 # `make test` then checks them with strict nbval. No timing metadata, so reruns diff cleanly.
 # The widgets' state is stored in the notebook's metadata, so GitHub, nbviewer and
 # `nbconvert --to html` draw them without a kernel. Only some: make notebooks NOTEBOOKS=notebooks/02*.ipynb
+# (`$(PY) -m nbconvert`, not the jupyter scripts: a copied venv's scripts keep the original
+# venv's shebang, and its kernel would import that checkout's library)
 NOTEBOOKS ?= notebooks/[0-9]*.ipynb
 notebooks: $(STAMP)
-	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace \
+	$(PY) -m nbconvert --to notebook --execute --inplace \
 		--ExecutePreprocessor.kernel_name=python3 --ExecutePreprocessor.timeout=600 \
 		--ExecutePreprocessor.record_timing=False --ExecutePreprocessor.store_widget_state=True $(NOTEBOOKS)
 	$(PY) notebooks/jupyterlab_form.py $(NOTEBOOKS)  # as JupyterLab saves them: a user's run is no diff

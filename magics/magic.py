@@ -524,12 +524,15 @@ class PcMem(Magics, policy_options.PolicyTraits):
               help="judge under this name (default: default); a second judge judges the folder independently")
     @argument("--show-channels", action="store_true",
               help="once a question is judged, show which channels found each candidate and its best rank")
+    @argument("--order", choices=("sample", "uncertainty", "file"), default="sample",
+              help="sample (default): a seeded random order, the same for every judge; uncertainty: the questions "
+                   "whose admission is least certain first; file: as pooled")
     @output
     def _judge(self, args, cell):
         """Judge a pool folder's questions one at a time (every click saved at once; resumes)."""
         from .widgets import JudgeWidget
 
-        return JudgeWidget(args.folder, judge=args.judge, show_channels=args.show_channels)
+        return JudgeWidget(args.folder, judge=args.judge, show_channels=args.show_channels, order=args.order)
 
     @magic_arguments()
     @subcommand("runtime", cell=True, actions=True)

@@ -3,6 +3,7 @@
 
 from .export import export
 from .folder import JudgingError, PoolFolder
+from .order import judging_order
 from .pool import pool, pool_async
 
-__all__ = ["JudgingError", "PoolFolder", "export", "pool", "pool_async"]
+__all__ = ["JudgingError", "PoolFolder", "export", "judging_order", "pool", "pool_async"]

@@ -34,7 +34,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--since", type=_since, default=None, help="with --from-log: searches logged at or after")
     p.add_argument("--depth", type=int, default=20, help="top candidates pooled per search (default 20)")
     p.add_argument("--embeddings", default="minilm",
-                   help="the database's embedding profile (minilm or e5; 'none' for full-text only)")
+                   help="the database's embedding profile, then any other to pool under too, e.g. minilm,e5 "
+                        "(the snapshot embedded with it in a scratch copy); 'none' for full-text only")
     e = sub.add_parser("export", help="write a judged pool folder as a corpus (qrels, datasheet)")
     e.add_argument("folder", help="the pool folder")
     e.add_argument("--out", required=True, metavar="CORPUS", help="the corpus folder to write (must not exist)")

@@ -4,7 +4,9 @@
     FOLDER/queries.jsonl    each distinct question once, in the corpus format
                             ("meta": {"log_count": N} when it came from the search log)
     FOLDER/pool.jsonl       one line per pooled (question, entry) pair: {"query_id",
-                            "entry_id", "sources", "best_rank", "signals", "pooled"}
+                            "entry_id", "sources", "best_rank", "signals", "pooled",
+                            "channels": {profile id: {channel: the admission signals}}}
+                            (``channels``: what order.py ranks questions by, no database)
     FOLDER/pool.json        {"format": "powercontext.pool.v1", "database", "memories",
                             "depth", "profiles", "questions_from", "created", "complete"}
     FOLDER/judgments/<judge>.jsonl   append-only, one line per click (latest per pair wins);

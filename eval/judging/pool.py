@@ -7,9 +7,10 @@ candidates of full-text, vector and hybrid retrieval with admission OFF
 search log admitted for it. Pool lines are appended question by question, so an
 interrupted pool resumes where it stopped.
 
-A database stores one embedding profile's vectors, so a pool covers that profile only:
-asking for another one (or several) is refused with a ``JudgingError`` rather than
-re-embedding the snapshot outside the database.
+The first embedding profile asked for is the database's own; each further one
+(``--embeddings minilm,e5``) pools from a scratch copy of the snapshot embedded with
+that model (``profiles.py``), and each pool line's ``sources`` say which profile and
+channel found it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import powercontext as pc
-from powercontext.bundled import BUNDLED, bundled_name
+from powercontext.bundled import BUNDLED, bundled_name, bundled_profile
 from powercontext.errors import PowerContextError
 from powercontext.loop import default_runner
 from powercontext.memory import admission
@@ -30,6 +31,8 @@ from powercontext.opening import _sqlite_path
 from powercontext.redaction import redact
 
 from .folder import FORMAT, JudgingError, PoolFolder, append_lines, jsonl, write_atomic
+from .order import candidate_signals
+from .profiles import FURTHER_MODES, merge_lines, scratch_pools
 
 __all__ = ["MODES", "fold", "pool", "pool_async", "pool_question", "read_questions"]
 
@@ -75,8 +78,8 @@ def _check(depth: Any, embeddings: Any, from_log: bool, questions: Any) -> tuple
     for name in names:
         if bundled_name(name) is None:
             raise JudgingError(f"pool: unknown embedding {name!r:.40}; bundled: {', '.join(BUNDLED)}")
-    if len(names) > 1:
-        raise JudgingError(f"pool: a database holds one profile's vectors; pool {', '.join(names)} one database each")
+    if len({bundled_name(n) for n in names}) != len(names):
+        raise JudgingError(f"pool: a profile is named twice in {', '.join(names)}")
     return names
 
 
@@ -140,8 +143,9 @@ async def _questions(svc, heads, from_log, since, questions) -> list[dict]:
     return list(found.values())
 
 
-async def pool_question(svc, q, refs, depth, profile, ids) -> list[dict]:
-    """One question's pool lines: per source, the top-``depth`` of admission-off search."""
+async def pool_question(svc, q, refs, depth, profile, ids, modes: Sequence[str] | None = None) -> list[dict]:
+    """One question's pool lines: per source, the top-``depth`` of admission-off search
+    in each of ``modes`` (default: fts, vector and hybrid; fts alone without a profile)."""
     pooled: dict[str, dict] = {}
 
     def add(cid: str, source: str, rank: int, signals: dict | None = None) -> None:
@@ -153,7 +157,8 @@ async def pool_question(svc, q, refs, depth, profile, ids) -> list[dict]:
         for name, value in (signals or {}).items():
             line["signals"][f"{source}:{name}"] = value
 
-    modes = MODES if profile else ("fts",)
+    modes = tuple(modes or (MODES if profile else ("fts",)))
+    stored: dict[tuple[str, str], dict] = {}  # the widest retrieval's per-channel signals (judging order)
     for mode in modes:
         retrieval, used, _ = await svc.retrieve(q["text"], refs, limit=depth, mode=mode, policy=admission.NO_ADMISSION)
         if used != mode:
@@ -162,11 +167,14 @@ async def pool_question(svc, q, refs, depth, profile, ids) -> list[dict]:
         signals = {}
         for channel in retrieval.channels.values():
             for c in channel:
-                s = signals.setdefault((c.memory_ref.artifact_id, c.entry_id), {})
+                key = (c.memory_ref.artifact_id, c.entry_id)
+                s = signals.setdefault(key, {})
                 if c.channel == "fts":
                     s["matched_terms"] = len(c.matched_terms)
                 elif c.cosine is not None:
                     s["cosine"] = round(c.cosine, 4)
+                if mode == modes[-1]:  # hybrid (fts without a profile): both channels, every signal
+                    stored.setdefault(key, {})[c.channel] = candidate_signals(c)
         for rank, hit in enumerate(admission.fuse(retrieval.channels, admission.NO_ADMISSION, depth), 1):
             key = (hit.memory_ref.artifact_id, hit.entry_id)
             if key in ids:
@@ -175,8 +183,11 @@ async def pool_question(svc, q, refs, depth, profile, ids) -> list[dict]:
         if (artifact_id, entry_id) in ids:  # a logged hit since forgotten is not in the snapshot
             add(ids[(artifact_id, entry_id)], "log", rank)
     lines = sorted(pooled.values(), key=lambda line: (line["best_rank"], line["entry_id"]))
+    by_id = {cid: key for key, cid in ids.items()}
     for line in lines:
         line["pooled"] = len(lines)
+        if by_id[line["entry_id"]] in stored:
+            line["channels"] = {profile or "none": stored[by_id[line["entry_id"]]]}
     return lines
 
 
@@ -206,8 +217,9 @@ async def _pool(folder: PoolFolder, db_or_url, names, memories, from_log, since,
         raise JudgingError(f"pool: cannot open the database: {exc}") from None
     try:
         profile = svc.backend.embedding_profile.profile_id if names else None
+        profiles = [profile, *(bundled_profile(n).profile_id for n in names[1:])] if profile else []
         if resuming:
-            meta, refs = _resume(folder, svc, depth, profile)
+            meta, refs = _resume(folder, depth, profiles)
             meta_heads = refs
             rows = list(folder.queries().values())
             for row in rows:
@@ -225,7 +237,7 @@ async def _pool(folder: PoolFolder, db_or_url, names, memories, from_log, since,
             write_atomic(folder.queries_path, jsonl(_query_row(r) for r in rows))
             meta = {"format": FORMAT, "database": redact(target),
                     "memories": [{"artifact_id": h.artifact_id, "revision": h.revision} for h in meta_heads],
-                    "depth": depth, "profiles": [profile] if profile else [],
+                    "depth": depth, "profiles": profiles,
                     "questions_from": "log" if from_log else "file",
                     "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "complete": False}
             folder.write_meta(meta)
@@ -235,11 +247,16 @@ async def _pool(folder: PoolFolder, db_or_url, names, memories, from_log, since,
         done, damaged = folder.complete_pool()
         if damaged:  # keep the whole questions, drop an interrupted one's lines
             write_atomic(folder.pool_path, jsonl(line for q in done.values() for line in q))
-        for row in rows:
-            if row["id"] in done:
-                continue
-            refs = tuple(by_name[m] for m in row["memories"])
-            append_lines(folder.pool_path, await pool_question(svc, row, refs, meta["depth"], profile, ids))
+        todo = [row for row in rows if row["id"] not in done]
+        further = list(folder.memories().values()) if todo and len(names) > 1 else []
+        async with scratch_pools(names[1:] if further else (), further) as scratches:
+            for row in todo:
+                refs = tuple(by_name[m] for m in row["memories"])
+                lines = [await pool_question(svc, row, refs, meta["depth"], profile, ids)]
+                for s in scratches:  # the log's hits are the database's: pooled once, above
+                    lines.append(await pool_question(s.svc, {**row, "logged": []}, s.refs(row["memories"]),
+                                                     meta["depth"], s.profile, s.ids, modes=FURTHER_MODES))
+                append_lines(folder.pool_path, merge_lines(*lines) if scratches else lines[0])
         folder.write_meta({**meta, "complete": True})
     finally:
         await svc.close()
@@ -275,11 +292,11 @@ async def _heads(svc, memories) -> list[ArtifactRef]:
     return heads
 
 
-def _resume(folder: PoolFolder, svc, depth: int, profile: str | None):
+def _resume(folder: PoolFolder, depth: int, profiles: list[str]):
     meta = folder.meta()
     if meta.get("complete"):
         return meta, [ArtifactRef(m["artifact_id"], m["revision"]) for m in meta["memories"]]
-    if meta.get("depth") != depth or meta.get("profiles") != ([profile] if profile else []):
+    if meta.get("depth") != depth or meta.get("profiles") != profiles:
         raise JudgingError(f"pool: {folder.root} was started with depth {meta.get('depth')} and profiles "
                            f"{meta.get('profiles')}; resume it with the same options")
     return meta, [ArtifactRef(m["artifact_id"], m["revision"]) for m in meta["memories"]]

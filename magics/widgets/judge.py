@@ -3,7 +3,11 @@
 The candidates of a question come in a shuffled order seeded by the judge's name and
 the question id — the same order after a restart, and never the pool's rank order —
 with no channel shown until the question is judged (and only with ``show_channels``),
-so neither rank nor channel sways the grade. Every click is a line appended and fsync'd
+so neither rank nor channel sways the grade. Questions come in a seeded random order, the
+same for every judge (``judging.order``: a fitted policy needs a representative sample —
+judging the least certain first was measured to bias it); ``order="uncertainty"`` offers
+the questions whose admission is least certain first, ``order="file"`` the folder's
+order. Every click is a line appended and fsync'd
 at once by the judge's JudgeWriter, which holds the judge name's lock while the widget
 is open; a restarted kernel reads the file and resumes at the first question not judged.
 
@@ -24,8 +28,9 @@ from typing import Any, Optional
 
 import ipywidgets as widgets
 
+from powercontext.eval.judging.order import ORDERS, judging_order
 from powercontext.eval.judging.judgments import (
-    DEFAULT_JUDGE, Candidate, JudgeWriter, JudgmentLog, read_judgments, read_pool,
+    DEFAULT_JUDGE, Candidate, JudgeWriter, JudgingError, JudgmentLog, read_judgments, read_pool,
 )
 
 from ..display import esc
@@ -35,6 +40,7 @@ from ._base import STATUS_COLORS, StaticFallback
 __all__ = ["JudgeWidget", "candidate_order"]
 
 GRADE_LABELS = {0: "not relevant", 1: "partly answers it", 2: "answers it"}
+
 #: One open widget per (folder, judge) in this kernel: judging the same folder again
 #: replaces it instead of being refused by our own lock.
 _OPEN: dict[tuple[str, str], "JudgeWidget"] = {}
@@ -48,6 +54,16 @@ def candidate_order(candidates: tuple[Candidate, ...], judge: str, query_id: str
     return order
 
 
+def _close_tree(widget: widgets.Widget) -> None:
+    """Close a widget, its children and their layout and style models (separate widgets)."""
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    for part in (getattr(widget, "layout", None), getattr(widget, "style", None)):
+        if isinstance(part, widgets.Widget):
+            part.close()
+    widget.close()
+
+
 def _button(description: str, css: str, tooltip: str = "", **kwargs: Any) -> widgets.Button:
     button = widgets.Button(description=description, tooltip=tooltip, layout=widgets.Layout(width="auto"), **kwargs)
     button.add_class(css)
@@ -55,7 +71,7 @@ def _button(description: str, css: str, tooltip: str = "", **kwargs: Any) -> wid
 
 
 class JudgeWidget(StaticFallback, widgets.VBox):
-    """``JudgeWidget(folder, judge="default", show_channels=False)``.
+    """``JudgeWidget(folder, judge="default", show_channels=False, order="sample")``.
 
     State: ``pool``, ``judgments`` (the judge's JudgmentLog, updated per click), ``query_id``
     (the question shown), ``order`` (its candidates as shown), ``cursor`` (the marked
@@ -63,8 +79,11 @@ class JudgeWidget(StaticFallback, widgets.VBox):
     ``nothing_answers()``, ``skip()``, ``save_note(text)``, ``go(query_id)``,
     ``next()``/``previous()``, ``press(keys)``, ``close()`` (releases the judge name)."""
 
-    def __init__(self, folder: str | Path, judge: str = DEFAULT_JUDGE, show_channels: bool = False) -> None:
+    def __init__(self, folder: str | Path, judge: str = DEFAULT_JUDGE, show_channels: bool = False,
+                 order: str = ORDERS[0]) -> None:
         super().__init__()
+        if order not in ORDERS:
+            raise JudgingError(f"judge: order must be one of {', '.join(ORDERS)}, got {str(order)[:40]!r}")
         pool = read_pool(folder)
         key = (str(pool.folder.resolve()), judge)
         if key in _OPEN:
@@ -74,7 +93,7 @@ class JudgeWidget(StaticFallback, widgets.VBox):
         _OPEN[key] = self
         self._key = key
         self.judgments: JudgmentLog = read_judgments(pool, judge)
-        self.questions = list(pool.questions)
+        self.questions = [q.query_id for q in judging_order(pool.folder, by=order)]
         self.query_id: Optional[str] = None
         self.order: list[Candidate] = []
         self.cursor = 0
@@ -108,7 +127,7 @@ class JudgeWidget(StaticFallback, widgets.VBox):
             widgets.HBox([self.unanswerable_button, self.skip_button, self.prev_button, self.next_button]),
             widgets.HBox([self.note, self.note_button]), self.key_box, self.status,
         ]
-        left = self.judgments.left
+        left = self._left()
         self.go(left[0] if left else (self.questions[0] if self.questions else None))
         if self.writer.dropped:  # opening the writer cut it, so the reader no longer sees it
             self._say(self.writer.dropped, "error")
@@ -217,8 +236,8 @@ class JudgeWidget(StaticFallback, widgets.VBox):
         self._say(what, "done")
 
     def _advance(self) -> None:
-        left = [q for q in self.judgments.left if q != self.query_id and not self.judgments.skipped(q)] or \
-               [q for q in self.judgments.left if q != self.query_id]
+        left = [q for q in self._left() if q != self.query_id and not self.judgments.skipped(q)] or \
+               [q for q in self._left() if q != self.query_id]
         after = [q for q in left if self.questions.index(q) > self.questions.index(self.query_id)]
         self.go((after or left or [None])[0])
 
@@ -231,13 +250,18 @@ class JudgeWidget(StaticFallback, widgets.VBox):
         if 0 <= index < len(self.questions):
             self.go(self.questions[index])
 
+    def _left(self) -> list[str]:
+        """The questions not judged yet, in this widget's judging order."""
+        left = set(self.judgments.left)
+        return [q for q in self.questions if q in left]
+
     def _say(self, message: str, kind: str) -> None:
         self.status_line = message
         self.status.value = (f"<span class='pcmem-status' data-kind='{kind}' style='color:{STATUS_COLORS[kind]}'>"
                              f"{esc(message)}</span>")
 
     def refresh(self) -> None:
-        judged, total, left = len(self.judgments.judged_ids), len(self.questions), self.judgments.left
+        judged, total, left = len(self.judgments.judged_ids), len(self.questions), self._left()
         self.progress.value = (f"<b class='pcmem-judge-count'>{judged} / {total} questions judged</b> · judge "
                                f"<code>{esc(self.judge)}</code> · left: {esc(', '.join(left)) or 'nothing'}")
         if self.query_id is None:
@@ -251,7 +275,9 @@ class JudgeWidget(StaticFallback, widgets.VBox):
                                f"{self.questions.index(q.id) + 1} of {total} (<code>{esc(q.id)}</code>, {state}{unans})"
                                f"<div dir='auto' style='font-size:1.2em;white-space:pre-wrap;overflow-wrap:anywhere'>"
                                f"{esc(q.text)}</div></div>")
-        self.cards.children = [self._card(i, c) for i, c in enumerate(self.order)]
+        old, self.cards.children = self.cards.children, [self._card(i, c) for i, c in enumerate(self.order)]
+        for card in old:  # every click redraws the cards: the replaced ones would live on in the kernel
+            _close_tree(card)  # (and in a saved notebook's widget state) for the whole session
 
     def _revealed(self) -> bool:
         return self.show_channels and self.query_id is not None and self.judgments.judged(self.query_id)
@@ -299,6 +325,8 @@ class JudgeWidget(StaticFallback, widgets.VBox):
         return "\n".join(lines)
 
     def fallback_html(self) -> str:
-        cards = "".join(self._card_html(i, c) for i, c in enumerate(self.order))
-        return (f"<b>{esc(self.headline())}</b><div>{self.progress.value}</div>{self.question.value}{cards}"
+        # one candidate per table row: a static renderer (GitHub, nbconvert) draws them as a list
+        cards = "".join(f"<tr><td>{self._card_html(i, c)}</td></tr>" for i, c in enumerate(self.order))
+        return (f"<b>{esc(self.headline())}</b><div>{self.progress.value}</div>{self.question.value}"
+                f"<table class='pcmem-table'><tbody>{cards}</tbody></table>"
                 f"{self.status.value}")

@@ -14,7 +14,7 @@ from powercontext.eval.judging.judgments import read_judgments, read_pool
 from ..judge_pool import write_pool
 
 NOTEBOOK = "judge.ipynb"
-CELLS = ["%load_ext powercontext.magics\n%pcmem judge pool -o judge"]
+CELLS = ["%load_ext powercontext.magics\n%pcmem judge pool --order file -o judge"]
 
 
 def card(widget, entry_id: str):

@@ -142,7 +142,7 @@ def test_pool_refuses_bad_input_and_writes_nothing(tmp_path):
     cases = [
         (dict(db_or_url=empty, questions=questions), "holds no Memory"),
         (dict(db_or_url=tmp_path / "missing.db", questions=questions), "no database at"),
-        (dict(db_or_url=empty, questions=questions, embeddings=("minilm", "e5")), "one profile's vectors"),
+        (dict(db_or_url=empty, questions=questions, embeddings=("minilm", "minilm-l6-v2")), "named twice"),
         (dict(db_or_url=empty, questions=questions, depth=0), "depth must be"),
         (dict(db_or_url=empty), "either from_log"),
     ]

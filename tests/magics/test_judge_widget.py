@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from powercontext.eval.judging.judgments import read_judgments, read_pool
+from powercontext.eval.judging.judgments import JudgingError, read_judgments, read_pool
 from powercontext.magics.widgets import JudgeWidget
 from powercontext.magics.widgets.judge import candidate_order
 
@@ -61,7 +61,7 @@ def test_the_order_is_shuffled_per_judge_and_question_never_rank_order_and_stabl
 
 
 def test_magic_clicks_are_saved_at_once_and_a_restart_resumes(shell, folder):
-    w = run(shell, f"%pcmem judge {folder}")
+    w = run(shell, f"%pcmem judge {folder} --order file")
     assert isinstance(w, JudgeWidget) and w.query_id == "q-build"
     assert {"pcmem-judge-grade", "pcmem-judge-grade-0", "pcmem-judge-grade-1", "pcmem-judge-grade-2",
             "pcmem-judge-unanswerable", "pcmem-judge-skip", "pcmem-judge-note", "pcmem-judge-note-save",
@@ -79,7 +79,7 @@ def test_magic_clicks_are_saved_at_once_and_a_restart_resumes(shell, folder):
     assert saved(folder)[-1]["outcome"] == "note" and saved(folder)[-1]["entry_id"] is None
     # the kernel restarts: the widget is gone, the lock with it; a new one resumes at q-build
     w.close()
-    w2 = run(shell, f"%pcmem judge {folder}")
+    w2 = run(shell, f"%pcmem judge {folder} --order file")
     assert w2.query_id == "q-build" and w2.note.value == "deploy notes are elsewhere"
     assert w2.judgments.states["q-build"].grades == {first: 2, w2.order[1].entry_id: 0}
     w2.press("1")                                                # the third candidate: q-build judged → next
@@ -103,7 +103,7 @@ def test_rerunning_the_cell_in_the_same_kernel_replaces_the_widget(shell, folder
 
 
 def test_channels_only_after_the_question_is_judged(folder):
-    w = JudgeWidget(folder, judge="chan", show_channels=True)
+    w = JudgeWidget(folder, judge="chan", show_channels=True, order="file")
     assert "found by" not in w.fallback_html()
     for i in range(len(w.order)):
         w.grade(i, 0)
@@ -126,8 +126,8 @@ def test_cjk_and_rtl_text_shown_whole_and_direction_aware(folder):
 
 
 def test_a_second_judge_judges_independently(folder):
-    a = JudgeWidget(folder, judge="a")
-    b = JudgeWidget(folder, judge="b")
+    a = JudgeWidget(folder, judge="a", order="file")
+    b = JudgeWidget(folder, judge="b", order="file")
     a.grade(0, 2)
     assert b.judgments.states == {} and saved(folder, "b") == []
     b.nothing_answers()
@@ -175,3 +175,44 @@ def test_a_truncated_last_line_is_shown_and_ignored(folder):
     assert [x["grade"] for x in saved(folder, "t")] == [2, 0]
     w.close()
 
+
+
+def test_questions_come_in_a_seeded_sample_order_or_most_uncertain_first_or_as_filed(shell, capsys, folder):
+    from powercontext.eval.judging.order import sample_order
+
+    w = run(shell, f"%pcmem judge {folder} --judge one")
+    sample = sample_order(["q-build", "q-deploy", "q-weather"])
+    assert w.questions == sample and w.query_id == sample[0]    # the default: the same for every judge
+    w.close()
+    w = run(shell, f"%pcmem judge {folder} --judge two")
+    assert w.questions == sample
+    w.close()
+    assert sample_order(reversed(sample)) == sample and sample_order(["a", "b", "c", "d", "e"]) != list("abcde")
+    rows = [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
+    rows[2]["meta"]["log_count"] = 7  # q-weather: asked most often, no stored signals to weigh against it
+    (folder / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    w = run(shell, f"%pcmem judge {folder} --judge ordered --order uncertainty")
+    assert w.query_id == "q-weather" and w.questions == ["q-weather", "q-build", "q-deploy"]
+    assert "left: q-weather, q-build, q-deploy" in w.progress.value
+    w.press("n")                                                 # judged: on to the next in this order
+    assert w.query_id == "q-build"
+    w.close()
+    w = run(shell, f"%pcmem judge {folder} --judge filed --order file")
+    assert w.query_id == "q-build" and w.questions == ["q-build", "q-deploy", "q-weather"]
+    w.close()
+    with pytest.raises(JudgingError, match="order must be one of sample, uncertainty, file"):
+        JudgeWidget(folder, judge="bad", order="random")
+    assert "invalid choice" in fail(shell, capsys, f"%pcmem judge {folder} --order random")
+
+
+def test_redrawn_cards_are_closed_so_a_long_session_does_not_pile_up_widgets(folder):
+    from ipywidgets.widgets.widget import _instances  # every live widget model (Widget.widgets, deprecated)
+
+    w = JudgeWidget(folder, judge="long", order="file")
+    w.go("q-build")
+    live = len(_instances)
+    for _ in range(5):
+        w.grade(0, 1)
+        w.go("q-build")
+    assert len(_instances) == live
+    w.close()

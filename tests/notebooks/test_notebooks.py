@@ -29,6 +29,7 @@ EXPECTED = [
     "06_your_own_corpus.ipynb",
     "07_runtime.ipynb",
     "08_embedding_models.ipynb",
+    "09_judge_your_memory.ipynb",
 ]
 IGNORE_MARKER = "NBVAL_IGNORE_OUTPUT"
 
