@@ -64,6 +64,15 @@ class SweepResult:
     peers: pd.DataFrame = field(default_factory=pd.DataFrame)  # peers' defaults replayed here (peers.peers_frame)
 
     @property
+    def headline_split(self) -> str:
+        """The split every headline figure is quoted on — the terminal summary, the
+        report's first screen and its breakdowns: all queries for a cross-validated run
+        (its recommendation was chosen on all of them, the held-out estimate comes from
+        the folds), the test split otherwise. One rule, so the terminal and the report
+        never quote different splits for the same table."""
+        return "all" if self.folds else "test"
+
+    @property
     def method(self) -> str:
         """How the recommendation was chosen and estimated, in words."""
         if self.folds:
@@ -82,7 +91,7 @@ class SweepResult:
         backend and mode. Per row: query counts, nDCG@10, the answered share (answerable
         queries given at least one hit) and false admission with 95 % bootstrap CIs, and
         ``few_positive`` / ``few_empty`` where a rate rests on fewer than 20 queries."""
-        split = split or ("all" if self.folds else "test")
+        split = split or self.headline_split
         b = self.breakdown
         keep = (b["facet"] == facet) & (b["split"] == split) & b["policy"].isin(policies)
         if backend is not None:
@@ -98,7 +107,7 @@ class SweepResult:
         """The printed summary: one row per backend × mode × policy on ``split``
         (default: test for a dev/test run, all queries for a cross-validated one, whose
         recommended rows then carry the held-out estimate ± its spread over folds)."""
-        split = split or ("all" if self.folds else "test")
+        split = split or self.headline_split
         s = self.summary[self.summary["split"] == split]
         cols = ["backend", "mode", "policy", "label", "ndcg@10", "ndcg@10_ci", "mrr@10", "recall@10", "set_f1",
                 "false_admission", "false_admission_ci", "empty_answer", "hits"]
