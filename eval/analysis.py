@@ -21,6 +21,7 @@ from .collect import Collected
 from .compare import admitted_agreement, explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
 from .crossval import crossvalidate, fold_count, fold_groups, summarise
 from .databases import EvalError
+from .explain import explain_tables
 from .external import external_per_query, external_runs
 from .peers import peers_frame
 from .grid import policy_from_fields
@@ -62,6 +63,8 @@ class SweepResult:
     seed: int = DEFAULT_SEED
     transfer: pd.DataFrame = field(default_factory=pd.DataFrame)  # leave-one-corpus-out per family (transfer.leave_one_out)
     peers: pd.DataFrame = field(default_factory=pd.DataFrame)  # peers' defaults replayed here (peers.peers_frame)
+    explain: pd.DataFrame = field(default_factory=pd.DataFrame)  # every candidate's signals and verdicts (explain)
+    explain_policies: pd.DataFrame = field(default_factory=pd.DataFrame)  # the policies explain names, as JSON
 
     @property
     def headline_split(self) -> str:
@@ -314,6 +317,9 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     peers = peers_frame(replays, queries, collected.max_limit, objective.limit,
                         named={m: {"default": default, "recommended": recs[m].policy} for m in collected.modes})
     qrels = collected.qrels
+    explained, explained_policies = explain_tables(
+        collected.candidates, queries, qrels, {m: {"default": default, "recommended": recs[m].policy}
+                                               for m in collected.modes}, objective.limit)
     cross, notes = cross_backend(collected, per_query)  # our policies only: an external run is the same on both
     external = external_runs(runs, collected.corpora)
     if external:
@@ -338,4 +344,5 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
         cross=cross, notes=notes, timings=timings, replays=replays,
         sensitivity=sensitivity(table, collected.modes, chooser), folds=k, crossval=cv_folds,
         crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed, transfer=transfer, peers=peers,
+        explain=explained, explain_policies=explained_policies,
     )

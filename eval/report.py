@@ -109,7 +109,7 @@ def run_tables(result: Any) -> list[tuple[str, pd.DataFrame, tuple[str, ...]]]:
     """(name, table, row order) of every table a run folder holds."""
     c = result.collected
     tables = [("sweep", result.sweep, SWEEP_ORDER), ("recommendations", result.recommendations, ()),
-              ("summary", result.summary, ()), ("per_query", result.per_query.drop(columns=["text"]), ()),
+              ("summary", result.summary, ()), ("per_query", result.per_query, ()),
               ("breakdown", result.breakdown, ()), ("stats", result.stats, ()), ("abstention", result.abstention, ()),
               ("timings", result.timings, ()), ("bound_sensitivity", result.sensitivity, ()), ("loads", c.loads, ()),
               # the (possibly assigned) split and fold of every query: reproducible
@@ -122,6 +122,9 @@ def run_tables(result: Any) -> list[tuple[str, pd.DataFrame, tuple[str, ...]]]:
         tables += [("crossval_folds", result.crossval, ()), ("crossval", result.crossval_summary, ())]
     if len(result.stages):
         tables.append(("stages", result.stages, ()))
+    if len(result.explain_policies):  # why each query failed, readable without a database (explain.py)
+        tables += [("explain", result.explain, ("backend", "mode", "query_id", "channel", "rank")),
+                   ("explain_policies", result.explain_policies, ())]
     tables += [(f"cross_backend_{name}", df, ()) for name, df in result.cross.items()]
     return tables
 
@@ -252,7 +255,9 @@ def section_files(result: Any) -> Section:
              details(f"{len(runs)} run files (click to show)", f"<ul>{listing}</ul>"),
              "<p class='muted'>Also in the folder: every table of this page as Parquet (the small ones also as CSV; "
              "<code>harness.load(folder)</code> or <code>pandas.read_parquet</code> read them), "
-             "<code>splits.parquet</code>, <code>summary.json</code> and the candidates cache <code>cache/</code> "
+             "<code>splits.parquet</code>, <code>explain.parquet</code> (every candidate's signals and verdicts under the "
+             "default and the recommendation: <code>harness.load(folder).explain(query_id)</code>), "
+             "<code>summary.json</code> and the candidates cache <code>cache/</code> "
              "(rerun the analysis with "
              "<code>--reuse</code>, no database needed).</p>"]
     return Section("files", "Files for other tools", "\n".join(parts))
@@ -374,6 +379,27 @@ def section_breakdown(result: Any) -> Section:
     return Section("breakdown", "Which questions fail: by tag, language and corpus", "\n".join(parts))
 
 
+def section_failures(result: Any) -> Section | None:
+    """Which questions each named policy failed and the reason that decided it, from
+    the run's explain table (the words are ``admission.explain``'s); every candidate of
+    any query: ``harness.load(folder).explain(query_id, policy=…)``."""
+    from .explain import EXPLAINED, failures
+
+    if not len(result.explain_policies):
+        return None
+    split, backend = result.headline_split, result.collected.backends[0]
+    mode = "hybrid" if "hybrid" in result.collected.modes else _modes(result)[0]
+    parts = [f"<p>The questions each policy got wrong on {_split_words(split)} ({html.escape(mode)}, "
+             f"{html.escape(backend)}): <i>missed</i> — answerable, yet no relevant entry among the hits (the reason "
+             "is the best-ranked relevant candidate's); <i>false admission</i> — unanswerable, yet a hit (the first "
+             "hit's reason). Every candidate of a query, with its signals and the reason for each: "
+             "<code>harness.load(folder).explain(query_id, policy='default')</code>, no database needed.</p>"]
+    for policy in EXPLAINED:
+        failed = failures(result.explain, result.explain_policies, result.per_query, backend, mode, split, policy)
+        parts += [f"<h3>{html.escape(policy)}: {len(failed)} failed</h3>", table(failed, collapse=10, what="queries")]
+    return Section("failures", "Why questions failed", "\n".join(parts))
+
+
 def section_peers(result: Any) -> Section | None:
     """Where peers' defaults land: each library's documented default relevance cutoff,
     mapped onto this project's signals, replayed on this run (``result.peers``)."""
@@ -475,8 +501,8 @@ def section_definitions(result: Any) -> Section:
 #: Add a section by adding its builder here: the table of contents follows.
 SECTIONS = [
     section_recommendation, section_transfer, section_external, section_peers, section_recommendations, section_method,
-    section_summary, section_stats, section_thresholds, section_limits, section_breakdown, section_abstention,
-    section_cross, section_timing,
+    section_summary, section_stats, section_thresholds, section_limits, section_breakdown, section_failures,
+    section_abstention, section_cross, section_timing,
     section_files, section_definitions,
 ]
 
