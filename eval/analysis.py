@@ -21,6 +21,7 @@ from .collect import Collected
 from .compare import admitted_agreement, explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
 from .crossval import crossvalidate, fold_count, fold_groups, summarise
 from .databases import EvalError
+from .explain import explain_tables
 from .external import external_per_query, external_runs
 from .peers import peers_frame
 from .grid import policy_from_fields
@@ -62,6 +63,17 @@ class SweepResult:
     seed: int = DEFAULT_SEED
     transfer: pd.DataFrame = field(default_factory=pd.DataFrame)  # leave-one-corpus-out per family (transfer.leave_one_out)
     peers: pd.DataFrame = field(default_factory=pd.DataFrame)  # peers' defaults replayed here (peers.peers_frame)
+    explain: pd.DataFrame = field(default_factory=pd.DataFrame)  # every candidate's signals and verdicts (explain)
+    explain_policies: pd.DataFrame = field(default_factory=pd.DataFrame)  # the policies explain names, as JSON
+
+    @property
+    def headline_split(self) -> str:
+        """The split every headline figure is quoted on — the terminal summary, the
+        report's first screen and its breakdowns: all queries for a cross-validated run
+        (its recommendation was chosen on all of them, the held-out estimate comes from
+        the folds), the test split otherwise. One rule, so the terminal and the report
+        never quote different splits for the same table."""
+        return "all" if self.folds else "test"
 
     @property
     def method(self) -> str:
@@ -82,7 +94,7 @@ class SweepResult:
         backend and mode. Per row: query counts, nDCG@10, the answered share (answerable
         queries given at least one hit) and false admission with 95 % bootstrap CIs, and
         ``few_positive`` / ``few_empty`` where a rate rests on fewer than 20 queries."""
-        split = split or ("all" if self.folds else "test")
+        split = split or self.headline_split
         b = self.breakdown
         keep = (b["facet"] == facet) & (b["split"] == split) & b["policy"].isin(policies)
         if backend is not None:
@@ -98,7 +110,7 @@ class SweepResult:
         """The printed summary: one row per backend × mode × policy on ``split``
         (default: test for a dev/test run, all queries for a cross-validated one, whose
         recommended rows then carry the held-out estimate ± its spread over folds)."""
-        split = split or ("all" if self.folds else "test")
+        split = split or self.headline_split
         s = self.summary[self.summary["split"] == split]
         cols = ["backend", "mode", "policy", "label", "ndcg@10", "ndcg@10_ci", "mrr@10", "recall@10", "set_f1",
                 "false_admission", "false_admission_ci", "empty_answer", "hits"]
@@ -305,6 +317,9 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     peers = peers_frame(replays, queries, collected.max_limit, objective.limit,
                         named={m: {"default": default, "recommended": recs[m].policy} for m in collected.modes})
     qrels = collected.qrels
+    explained, explained_policies = explain_tables(
+        collected.candidates, queries, qrels, {m: {"default": default, "recommended": recs[m].policy}
+                                               for m in collected.modes}, objective.limit)
     cross, notes = cross_backend(collected, per_query)  # our policies only: an external run is the same on both
     external = external_runs(runs, collected.corpora)
     if external:
@@ -329,4 +344,5 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
         cross=cross, notes=notes, timings=timings, replays=replays,
         sensitivity=sensitivity(table, collected.modes, chooser), folds=k, crossval=cv_folds,
         crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed, transfer=transfer, peers=peers,
+        explain=explained, explain_policies=explained_policies,
     )

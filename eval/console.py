@@ -57,7 +57,7 @@ def table_lines(table: pd.DataFrame) -> list[str]:
 
 def format_summary(result: Any, split: str | None = None) -> str:
     """The console summary of a SweepResult on ``split`` (see ``summary_table``)."""
-    split = split or ("all" if result.folds else "test")
+    split = split or result.headline_split
     o = result.objective
     lines = wrap(f"objective: {o.describe()}", "  ")
     if result.folds:

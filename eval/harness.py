@@ -91,12 +91,16 @@ def resolve_datasets(datasets: Any = None, root: str | Path = "datasets") -> lis
 
 
 def load(run: str | Path):
-    """A run folder read back (``results.RunTables``): ``load(run).sweep``,
-    ``.summary``, ``.per_query`` … as DataFrames, ``.info`` from summary.json. What
-    ``ThresholdTuner`` takes as well as a live SweepResult."""
+    """A run folder read back (``explain.ExplainedRun``, a ``results.RunTables``):
+    ``load(run).sweep``, ``.summary``, ``.per_query`` (with each question's text) … as
+    DataFrames, ``.info`` from summary.json, and ``load(run).explain(query_id,
+    policy="default")``: why a query got the hits it got, read from the folder alone.
+    What ``ThresholdTuner`` takes as well as a live SweepResult."""
+    from .explain import ExplainedRun
     from .results import load as load_tables
 
-    return load_tables(run)
+    tables = load_tables(run)
+    return ExplainedRun(tables.out, tables.tables, info_path=tables.out / "summary.json")
 
 
 def _sync(coro):

@@ -20,7 +20,7 @@ import pandas as pd
 from .sweep import MODE_CHANNELS
 
 __all__ = ["BACKEND_STYLE", "DPI", "Png", "backend_style", "cosine_positions", "place_labels", "plot_frontier",
-           "plot_limits", "plot_peers", "plot_thresholds"]
+           "plot_limits", "plot_peers", "plot_thresholds", "threshold_axis", "threshold_curve", "threshold_family"]
 
 #: 1.5× a screen's 96 dpi: crisp when the page scales a figure down, and the
 #: self-contained report stays around a megabyte.
@@ -85,45 +85,95 @@ def cosine_positions(ax, values: pd.Series) -> pd.Series:
     return values.where(values > -1, x_none)
 
 
-def plot_thresholds(result: Any, mode: str) -> Png:
-    """The objective metric, false admission, empty answers and SetF against the mode's
-    main threshold of the RFC's floors family; one line per backend (and per
-    fts_min_terms for fts), the floors' own best point dotted."""
+def threshold_family(result: Any) -> str | None:
+    """The family the threshold plots draw: the one the run's library default uses
+    (centred cosine for MiniLM, the raw cosine for E5), or — when the run did not
+    sweep it — the family of the run's joint recommendation; None for a sweep of
+    the RFC's floors only before families existed."""
+    from .grid import family_of
+
+    sweep = result.sweep
+    if "family" not in sweep.columns:
+        return None
+    swept = set(sweep["family"])
+    for policy in (result.collected.default_policy, result.recommended("joint")):
+        family = family_of(policy)
+        if family in swept:
+            return family
+    return sorted(swept)[0]
+
+
+def threshold_axis(result: Any, mode: str, family: str | None) -> str:
+    """The x axis of ``mode``'s threshold plot: full-text coverage in fts mode, else
+    the vector threshold the family reads (``vector_min_centred`` for a centred
+    family, ``vector_min_cosine`` otherwise)."""
+    if mode == "fts":
+        return "fts_min_coverage"
+    return "vector_min_centred" if family is not None and family.split("+")[0] == "centred" else "vector_min_cosine"
+
+
+def threshold_curve(result: Any, mode: str) -> tuple[pd.DataFrame, str | None, str, Any]:
+    """The sweep rows a threshold plot draws — ``mode``'s points of the plotted family
+    on the objective's split and limit with every parameter but the x axis (and, in
+    fts mode, the matched-terms floor that makes one line each) held at the family's
+    best point — and (rows, family, x axis, that best policy)."""
+    from .grid import PARAMS, point_values
     from .recommend import choose
 
     o = result.objective
     d = _dev(result, mode)
-    if "family" in d.columns:
-        d = d[d["family"] == "floors"]
+    family = threshold_family(result)
+    if family is not None:
+        d = d[d["family"] == family]
+    x = threshold_axis(result, mode, family)
+    best = choose(result.sweep, mode, o, families=None if family is None else [family]).policy
+    lines = {"fts_min_terms"} if mode == "fts" else set()
+    for name, value in point_values(best, mode, o.limit).items():
+        if name not in PARAMS or name == x or name in lines or name not in d.columns:
+            continue
+        if isinstance(value, str):
+            d = d[d[name] == value]
+        elif value != value:  # NaN: the mode does not read it
+            d = d[d[name].isna()]
+        else:
+            d = d[np.isclose(pd.to_numeric(d[name], errors="coerce").astype(float), float(value))]
+    return d, family, x, best
+
+
+def plot_thresholds(result: Any, mode: str) -> Png:
+    """The objective metric, false admission, empty answers and SetF against the mode's
+    main threshold of the family the library default uses (``threshold_curve``); one
+    line per backend (and per fts_min_terms for fts), that family's best point and the
+    default's own threshold dotted."""
+    o = result.objective
+    d, family, x, best = threshold_curve(result, mode)
     metrics = (o.metric, o.constraint, "empty_answer", "set_f1")
     fig = _figure(figsize=(2.7 * len(metrics), 2.8), layout="constrained")  # + the legend: within the page
     axes = fig.subplots(1, len(metrics))
-    best = choose(result.sweep, mode, o, families=["floors"]).policy
-    rec = {"fts_min_terms": best.fts_min_terms, "fts_min_coverage": best.fts_min_coverage,
-           "vector_min_cosine": best.vector_min_cosine}
+    marks = {"best": getattr(best, x), "default": getattr(result.collected.default_policy, x)}
     for ax, metric in zip(axes, metrics):
         for backend, g in d.groupby("backend"):
             if mode == "fts":
                 colors = iter(("tab:blue", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:gray"))
                 for terms, gt in g.groupby("fts_min_terms"):
-                    gt = gt.sort_values("fts_min_coverage")
-                    ax.plot(gt["fts_min_coverage"], gt[metric], label=f"{backend} terms≥{int(terms)}",
+                    gt = gt.sort_values(x)
+                    ax.plot(gt[x], gt[metric], label=f"{backend} terms≥{int(terms)}",
                             **backend_style(backend, color=next(colors, "k")))
-                ax.set_xlabel("fts_min_coverage")
-                ax.axvline(rec["fts_min_coverage"], color="k", lw=0.6, ls=":")
             else:
-                if mode == "hybrid":
-                    g = g[(g["fts_min_terms"] == rec["fts_min_terms"]) & (g["fts_min_coverage"] == rec["fts_min_coverage"])]
-                g = g.sort_values("vector_min_cosine")
-                ax.plot(cosine_positions(ax, g["vector_min_cosine"]), g[metric], label=backend, **backend_style(backend))
-                ax.set_xlabel("vector_min_cosine" + (" (fts at recommended)" if mode == "hybrid" else ""))
-                ax.axvline(rec["vector_min_cosine"], color="k", lw=0.6, ls=":")
+                g = g.sort_values(x)
+                xs = cosine_positions(ax, g[x]) if x == "vector_min_cosine" else g[x]
+                ax.plot(xs, g[metric], label=backend, **backend_style(backend))
+        for what, style in (("best", ":"), ("default", "--")):
+            if isinstance(marks[what], float) and marks[what] > -1.0:
+                ax.axvline(marks[what], color="k" if what == "best" else "tab:green", lw=0.6, ls=style)
+        ax.set_xlabel(x + (" (fts at the best)" if mode == "hybrid" else ""))
         ax.set_title(metric, fontsize=10)
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside right upper", fontsize=7)
-    fig.suptitle(f"{mode}, the RFC's floors: {o.split} split, limit {o.limit} (dotted: the floors' best)", fontsize=11)
+    fig.suptitle(f"{mode}, family {family or 'floors'}: {o.split} split, limit {o.limit} (dotted: the family's best; "
+                 "dashed: the library default)", fontsize=10)
     return png(fig)
 
 

@@ -14,7 +14,6 @@ import datetime as _dt
 import html
 import json
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,14 @@ import pandas as pd
 
 from . import metrics as M
 from . import runfiles
-from .plots import Png, plot_frontier, plot_limits, plot_peers, plot_thresholds
+from .html_blocks import COLLAPSE_ROWS, Section, details, fmt_p, image, key_values, table  # noqa: F401 - re-exported
+from .plots import plot_frontier, plot_limits, plot_peers, plot_thresholds
 from .console import format_summary  # noqa: F401 - the console summary, re-exported
 from .private import private_dir, tighten, write_private_text
 from .results import SWEEP_ORDER, write_table
 from . import verdict
 
+from .grid import family_of
 from .sweep import INITIAL
 from .transfer import transfer_table
 
@@ -108,7 +109,7 @@ def run_tables(result: Any) -> list[tuple[str, pd.DataFrame, tuple[str, ...]]]:
     """(name, table, row order) of every table a run folder holds."""
     c = result.collected
     tables = [("sweep", result.sweep, SWEEP_ORDER), ("recommendations", result.recommendations, ()),
-              ("summary", result.summary, ()), ("per_query", result.per_query.drop(columns=["text"]), ()),
+              ("summary", result.summary, ()), ("per_query", result.per_query, ()),
               ("breakdown", result.breakdown, ()), ("stats", result.stats, ()), ("abstention", result.abstention, ()),
               ("timings", result.timings, ()), ("bound_sensitivity", result.sensitivity, ()), ("loads", c.loads, ()),
               # the (possibly assigned) split and fold of every query: reproducible
@@ -121,71 +122,11 @@ def run_tables(result: Any) -> list[tuple[str, pd.DataFrame, tuple[str, ...]]]:
         tables += [("crossval_folds", result.crossval, ()), ("crossval", result.crossval_summary, ())]
     if len(result.stages):
         tables.append(("stages", result.stages, ()))
+    if len(result.explain_policies):  # why each query failed, readable without a database (explain.py)
+        tables += [("explain", result.explain, ("backend", "mode", "query_id", "channel", "rank")),
+                   ("explain_policies", result.explain_policies, ())]
     tables += [(f"cross_backend_{name}", df, ()) for name, df in result.cross.items()]
     return tables
-
-
-# ---------------------------------------------------------------------------- html building blocks
-
-
-@dataclass(frozen=True)
-class Section:
-    """One ``<h2>`` section of report.html; the table of contents lists every one."""
-
-    id: str
-    title: str
-    body: str
-
-
-#: Tables longer than this fold into a <details> that says how many rows it holds.
-COLLAPSE_ROWS = 20
-
-
-def fmt_p(p: Any) -> str:
-    """A p-value as text: ``<1e-4`` below the resolution the tests report, else 4 decimals."""
-    if p is None or (isinstance(p, float) and math.isnan(p)):
-        return ""
-    return "<1e-4" if p < 1e-4 else f"{p:.4f}"
-
-
-def details(summary: str, body: str) -> str:
-    return f"<details><summary>{html.escape(summary)}</summary>{body}</details>"
-
-
-def table(df: pd.DataFrame | None, digits: int = 3, *, p_columns: tuple[str, ...] = ("p_value",),
-          collapse: int | None = COLLAPSE_ROWS, what: str = "rows") -> str:
-    """An escaped table in a box that scrolls sideways instead of widening the page;
-    longer than ``collapse`` rows, it is folded (``what`` names the rows)."""
-    if df is None or df.empty:
-        return "<p><em>none</em></p>"
-    df = df.copy()
-    for col in df.columns:
-        if col in p_columns:
-            df[col] = df[col].map(fmt_p)
-        elif df[col].dtype.kind == "f":
-            df[col] = df[col].map(lambda v: "" if pd.isna(v) else f"{v:.{digits}f}")
-        elif df[col].map(lambda v: isinstance(v, (tuple, list))).any():
-            df[col] = df[col].map(lambda v: " ".join(map(str, v)) if isinstance(v, (tuple, list)) else v)
-    body = f"<div class='scroll'>{df.to_html(index=False, escape=True, border=0, classes='t', na_rep='')}</div>"
-    if collapse is not None and len(df) > collapse:
-        return details(f"{len(df)} {what} (click to show)", body)
-    return body
-
-
-def key_values(values: dict[str, Any]) -> str:
-    """A two-column table for a small mapping (never a raw dict dump)."""
-    frame = pd.DataFrame({"field": list(values), "value": [_plain(v) for v in values.values()]})
-    return table(frame, collapse=None)
-
-
-def _plain(v: Any) -> str:
-    if isinstance(v, float):
-        return f"{v:.3f}" if abs(v) >= 0.01 or v == 0 else f"{v:.2e}"
-    return str(v)
-
-
-def _image(plot: Png, alt: str) -> str:
-    return f"<img src='{plot.uri}' width='{plot.width}' alt='{html.escape(alt, quote=True)}'>"
 
 
 # ---------------------------------------------------------------------------- sections
@@ -199,7 +140,7 @@ def section_recommendation(result: Any) -> Section:
     """The first screen (``verdict.first_screen``): the library's default and this run's
     recommendation, what each costs on the test split, then the frontier."""
     pieces = [p if isinstance(p, str) else table(p, collapse=None) for p in verdict.first_screen(result)]
-    pieces.append(_image(plot_frontier(result, _modes(result)), "nDCG vs false admission frontier per mode"))
+    pieces.append(image(plot_frontier(result, _modes(result)), "nDCG vs false admission frontier per mode"))
     return Section("recommendation", "What to set, and what it costs", "\n".join(pieces))
 
 
@@ -314,7 +255,9 @@ def section_files(result: Any) -> Section:
              details(f"{len(runs)} run files (click to show)", f"<ul>{listing}</ul>"),
              "<p class='muted'>Also in the folder: every table of this page as Parquet (the small ones also as CSV; "
              "<code>harness.load(folder)</code> or <code>pandas.read_parquet</code> read them), "
-             "<code>splits.parquet</code>, <code>summary.json</code> and the candidates cache <code>cache/</code> "
+             "<code>splits.parquet</code>, <code>explain.parquet</code> (every candidate's signals and verdicts under the "
+             "default and the recommendation: <code>harness.load(folder).explain(query_id)</code>), "
+             "<code>summary.json</code> and the candidates cache <code>cache/</code> "
              "(rerun the analysis with "
              "<code>--reuse</code>, no database needed).</p>"]
     return Section("files", "Files for other tools", "\n".join(parts))
@@ -355,18 +298,26 @@ def section_stats(result: Any) -> Section:
 
 
 def section_thresholds(result: Any) -> Section | None:
-    if "family" in result.sweep.columns and "floors" not in set(result.sweep["family"]):
-        return None  # the plots read the RFC's floors family, which this run did not sweep
-    body = "".join(f"<h3>{m}</h3>{_image(plot_thresholds(result, m), f'{m}: metrics vs threshold')}"
+    from .plots import threshold_family
+
+    family = threshold_family(result)
+    body = "".join(f"<h3>{m}</h3>{image(plot_thresholds(result, m), f'{m}: metrics vs threshold')}"
                    for m in _modes(result))
-    note = ("<p class='muted'>SQLite: solid line, filled circles; OceanBase: dashed line, hollow triangles. Where "
-            "only circles inside triangles show, the two databases measured the same value. On cosine axes "
-            "<i>none</i> is the no-admission point.</p>")
+    default = result.collected.default_policy
+    note = (f"<p class='muted'>The family drawn is <code>{html.escape(family or 'floors')}</code>: "
+            + ("the one the library default uses (<code>"
+               f"AdmissionPolicy.default_for({result.collected.profile_id!r})</code>)"
+               if family is not None and family == family_of(default) else
+               "this run's recommendation's (the run did not sweep the library default's family)")
+            + ". Each curve moves one threshold with the others held at that family's best point. SQLite: solid "
+            "line, filled circles; OceanBase: dashed line, hollow triangles. Where only circles inside triangles "
+            "show, the two databases measured the same value. On cosine axes <i>none</i> is the no-admission "
+            "point.</p>")
     return Section("thresholds", "Metric vs threshold", note + body)
 
 
 def section_limits(result: Any) -> Section:
-    body = "".join(_image(plot_limits(result, m), f"{m}: recommended policy vs limit") for m in _modes(result))
+    body = "".join(image(plot_limits(result, m), f"{m}: recommended policy vs limit") for m in _modes(result))
     return Section("limits", "Limit sensitivity", f"<div class='row'>{body}</div>")
 
 
@@ -411,7 +362,7 @@ def section_breakdown(result: Any) -> Section:
     """Which kind of question each policy fails: per tag, language and corpus, with CIs."""
     from .tables import MIN_QUERIES
 
-    split = "all" if result.folds else "test"
+    split = result.headline_split
     modes = sorted(_modes(result), key=lambda m: ("hybrid", "vector", "fts").index(m))
     parts = [f"<p>The shipped default (<code>AdmissionPolicy.default_for({result.collected.profile_id!r})</code>) and "
              f"this run's recommendation on {_split_words(split)}, per query tag, language and corpus: nDCG@10 and the "
@@ -428,6 +379,27 @@ def section_breakdown(result: Any) -> Section:
     return Section("breakdown", "Which questions fail: by tag, language and corpus", "\n".join(parts))
 
 
+def section_failures(result: Any) -> Section | None:
+    """Which questions each named policy failed and the reason that decided it, from
+    the run's explain table (the words are ``admission.explain``'s); every candidate of
+    any query: ``harness.load(folder).explain(query_id, policy=…)``."""
+    from .explain import EXPLAINED, failures
+
+    if not len(result.explain_policies):
+        return None
+    split, backend = result.headline_split, result.collected.backends[0]
+    mode = "hybrid" if "hybrid" in result.collected.modes else _modes(result)[0]
+    parts = [f"<p>The questions each policy got wrong on {_split_words(split)} ({html.escape(mode)}, "
+             f"{html.escape(backend)}): <i>missed</i> — answerable, yet no relevant entry among the hits (the reason "
+             "is the best-ranked relevant candidate's); <i>false admission</i> — unanswerable, yet a hit (the first "
+             "hit's reason). Every candidate of a query, with its signals and the reason for each: "
+             "<code>harness.load(folder).explain(query_id, policy='default')</code>, no database needed.</p>"]
+    for policy in EXPLAINED:
+        failed = failures(result.explain, result.explain_policies, result.per_query, backend, mode, split, policy)
+        parts += [f"<h3>{html.escape(policy)}: {len(failed)} failed</h3>", table(failed, collapse=10, what="queries")]
+    return Section("failures", "Why questions failed", "\n".join(parts))
+
+
 def section_peers(result: Any) -> Section | None:
     """Where peers' defaults land: each library's documented default relevance cutoff,
     mapped onto this project's signals, replayed on this run (``result.peers``)."""
@@ -438,7 +410,7 @@ def section_peers(result: Any) -> Section | None:
     title = "Peers' defaults on the same frontier"
     if peers is None or peers.empty:
         return None
-    split = "all" if result.folds else "test"
+    split = result.headline_split
     profile = (result.collected.embedding or {}).get("profile", "none")
     parts = [f"<p>What a user gets who keeps another memory library's default relevance cutoff, replayed on this run's "
              f"candidates (the same replay as every sweep point, so each figure is what an online search with that "
@@ -454,7 +426,7 @@ def section_peers(result: Any) -> Section | None:
     libraries = peers[(peers["kind"] == "peer") & (peers["reference"] != "rfc-initial")]  # the RFC's: in every table
     for mode in [m for m in ("vector", "hybrid", "fts") if m in set(libraries["mode"])]:
         parts += [f"<h3>{mode}</h3>", table(peers_table(peers, split, mode=mode), collapse=None),
-                  _image(plot_peers(result, mode, split), f"{mode}: peers' defaults on the frontier")]
+                  image(plot_peers(result, mode, split), f"{mode}: peers' defaults on the frontier")]
     refs = references_frame()
     parts.append(details(f"{len(refs)} reference policies: source, documented value, what it thresholds, the "
                          "mapping (click to show)",
@@ -463,9 +435,25 @@ def section_peers(result: Any) -> Section | None:
     return Section("peers", title, "\n".join(parts))
 
 
+#: What the Abstention section's numbers mean, said once above its table.
+ABSTENTION_NOTE = (
+    "<p><b>What nAUC measures.</b> Whether a query's strongest signal (its <code>confidence</code>: the best "
+    "full-text coverage or matched terms, the best cosine, the gap between the two best cosines, or a sum) tells "
+    "the questions worth answering from those that are not — before any threshold is chosen. Sort the queries by "
+    "that signal and abstain on the least confident first, at rates 0 to 0.9; at each rate take the mean "
+    "<i>utility</i> of the queries still answered (their nDCG@10 with everything admitted at limit 10, and 0 for "
+    "a question with no relevant entry, where any answer is wrong); nAUC is the area under that curve, scaled so "
+    "abstaining in a random order scores 0 and in the best possible order 1 (MTEB's normalised AUC of "
+    "abstention). <b>How to read it:</b> an admission threshold is an abstention rule on these very signals, so a "
+    "signal near 0 cannot separate answerable from unanswerable questions at any threshold — tuning it only "
+    "trades one error for the other — while one near 1 can; compare the rows of one mode to see which signal is "
+    "worth a threshold. <code>mean_utility</code> is the utility with no abstention; all queries are used (no "
+    "threshold is tuned here).</p>")
+
+
 def section_abstention(result: Any) -> Section:
     a = result.abstention
-    return Section("abstention", "Abstention (nAUC)", table(a[a["split"] == "all"] if len(a) else a))
+    return Section("abstention", "Abstention (nAUC)", ABSTENTION_NOTE + table(a[a["split"] == "all"] if len(a) else a))
 
 
 def section_cross(result: Any) -> Section:
@@ -513,8 +501,8 @@ def section_definitions(result: Any) -> Section:
 #: Add a section by adding its builder here: the table of contents follows.
 SECTIONS = [
     section_recommendation, section_transfer, section_external, section_peers, section_recommendations, section_method,
-    section_summary, section_stats, section_thresholds, section_limits, section_breakdown, section_abstention,
-    section_cross, section_timing,
+    section_summary, section_stats, section_thresholds, section_limits, section_breakdown, section_failures,
+    section_abstention, section_cross, section_timing,
     section_files, section_definitions,
 ]
 

@@ -103,7 +103,7 @@ def test_the_first_section_answers_what_to_set_and_what_it_costs(page, result):
     call = explicit_call(result.recommended("joint"))
     assert call.startswith("pc.AdmissionPolicy(fts_min_terms=") and call in body
     assert eval(call, {"pc": pc}) == result.recommended("joint")  # noqa: S307
-    (table,) = first.iter("table")
+    (table,) = [t for t in first.iter("table") if "thresholds" in [th.all_text() for th in t.iter("th")]]  # the costs
     header = [th.all_text() for th in table.iter("th")]
     assert {"mode", "database", "thresholds", "ndcg@10 [95% CI]", "false adm. [95% CI]", "queries (pos/empty)"} <= set(header)
     rows = [[td.all_text() for td in tr.iter("td")] for tr in table.iter("tr")][1:]
@@ -117,19 +117,23 @@ def test_the_first_section_answers_what_to_set_and_what_it_costs(page, result):
 
 def test_the_first_screen_names_the_library_defaults_real_thresholds_beside_the_runs_own(page, result):
     """Issue 36: the report opened with the run's choice written as a difference from
-    AdmissionPolicy() and called another row "the library default"."""
+    AdmissionPolicy() and called another row "the library default". (Issue 45: the box
+    names the default by how to get it and shows the knobs that differ; every
+    threshold is spelled out in the lines to paste.)"""
     _, root = page
     first = next(root.iter("section"))
     verdict = next(d for d in first.iter("div") if d.attrs.get("class") == "verdict").all_text()
     default = pc.AdmissionPolicy()
+    body = first.all_text()
+    paste = body.split("To paste", 1)[1]
     for name in ("fts_min_terms", "fts_min_coverage", "hybrid_fts_min_terms", "hybrid_fts_min_coverage",
                  "vector_min_centred", "cross_script_min_terms", "vector_uncovered"):
         value = getattr(default, name)
         shown = f"{value:g}" if isinstance(value, float) else repr(value)
-        assert f"{name}={shown}" in verdict, name
+        assert f"{name}={shown}" in paste, name
     assert verdict.index("Library default") < verdict.index("This run's recommendation")
     assert "leave-one-corpus-out" in verdict and "embedding profile" in verdict
-    body = first.all_text()
+    assert "AdmissionPolicy.default_for('test-hash-64')" in verdict
     assert "Why they differ" in body and "To paste" in body and explicit_call(default) in body
     assert "the library default" not in body.split("Library default")[0]  # no other row claims to be it
     # 16 queries: every rate rests on fewer than 20, and the page says so
@@ -218,8 +222,10 @@ def test_a_test_false_admission_above_the_bound_and_small_samples_are_said():
 
 
 def test_a_sweep_without_the_floors_family_still_writes_its_report(tmp_path):
-    """The threshold plots read the RFC's floors family; a run of other families only
-    (e.g. a model comparison of the library's families) leaves that section out."""
+    """The threshold plots draw the default's family, or — a run that did not sweep it
+    — the recommendation's: a run of other families only (e.g. a model comparison of
+    the library's families) still gets its plots (issue 45: they once read the RFC's
+    floors only, and such a run had none)."""
     from powercontext.eval import harness
     from powercontext.eval.sweep import Grid
 
@@ -231,4 +237,5 @@ def test_a_sweep_without_the_floors_family_still_writes_its_report(tmp_path):
                            out=tmp_path / "run", progress=False)
     page = (tmp_path / "run" / "report.html").read_text(encoding="utf-8")
     assert set(result.sweep["family"]) == {"centred+cross-script"}
-    assert "Metric vs threshold" not in page and "Leave one corpus out" in page
+    assert "Metric vs threshold" in page and "Leave one corpus out" in page
+    assert "The family drawn is <code>centred+cross-script</code>: this run's recommendation's" in page
