@@ -219,3 +219,18 @@ def test_the_family_grid_holds_the_library_default_and_varies_what_each_mode_rea
     assert point_values(INITIAL, "hybrid", 8)["family"] == "floors"
     with pytest.raises(ValueError, match="unknown admission family"):
         Grid(families=("centred+magic",))
+
+
+def test_the_probability_family_sweeps_its_one_threshold_and_reads_back_from_a_sweep_row():
+    from powercontext.eval.grid import policy_from
+
+    grid = Grid(families=("floors+probability",), min_probability=(0.2, 0.5))
+    for mode in MODES:
+        policies = grid.policies(mode)
+        assert [p.min_probability for p in policies] == [0.2, 0.5]
+        for policy in policies:
+            values = point_values(policy, mode, 8)
+            assert values["family"] == "floors+probability" and values["min_probability"] == policy.min_probability
+            back = policy_from(values, mode)
+            assert back.min_probability == policy.min_probability and back.family.endswith("probability")
+            assert back.fts_floors(mode == "hybrid") == policy.fts_floors(mode == "hybrid")
