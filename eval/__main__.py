@@ -11,6 +11,7 @@
     python -m powercontext.eval agreement FOLDER
     python -m powercontext.eval pool DB_OR_URL --out FOLDER (--from-log [--since T] | --questions FILE)
     python -m powercontext.eval export FOLDER --out CORPUS [--judge NAME]
+    python -m powercontext.eval calibrate --dataset my-corpus --embedding e5 --out FOLDER
 
 ``sweep`` loads every corpus into a fresh database per backend (starting a local
 seekdb for OceanBase unless POWERCONTEXT_OCEANBASE_URL names a server), retrieves each
@@ -44,6 +45,7 @@ from pathlib import Path
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from .databases import BACKENDS
+from . import calibrate_cli
 from .judging import cli_judge
 from .metrics import METRIC_NAMES
 from .sweep import INITIAL, MODES, Grid
@@ -260,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the seekdb store's base dir (default: this checkout's own, as sweep uses)")
     c.add_argument("--kept", action="store_true", help="also drop the databases runs kept with --keep-databases")
     cli_judge.add_parsers(sub)
+    calibrate_cli.add_parsers(sub)
     return parser
 
 
@@ -416,6 +419,8 @@ def main(argv: list[str] | None = None) -> int:
         return cleanup_command(args)
     if args.command in cli_judge.COMMANDS:
         return cli_judge.run(args)
+    if args.command in calibrate_cli.COMMANDS:
+        return calibrate_cli.run(args)
     if args.command in ("pool", "export"):
         from .judging.cli import run as judging_command
 

@@ -34,8 +34,8 @@ from .sweep import INITIAL
 __all__ = ["Collected", "collect", "query_table", "vector_modes"]
 
 VECTOR_MODES = ("vector", "hybrid")
-CACHE_VERSION = 8  # 4: the admission families' signals are cached; 6: the full-text pool order (pool_rank);
-# 7: questions embedded in the query role; 8: the support signal
+CACHE_VERSION = 9  # 4: the admission families' signals are cached; 6: the full-text pool order (pool_rank);
+# 7: questions embedded in the query role; 8: the support signal; 9: the calibrated probability
 SPOT_POLICIES = {"initial": INITIAL, "no-admission": NO_ADMISSION}
 SPOT_LIMIT = 8
 

@@ -4,7 +4,9 @@ A family is a set of admission rules that are on (``AdmissionPolicy.family`` wit
 its ``hybrid-floors`` part): ``floors`` (the RFC's per-channel floors), ``centred``
 (vector admission on the centred cosine instead of the raw one), ``+cross-script``
 (the cross-script FTS rule), ``+coverage`` (no vector admission outside the embedding
-profile's scripts), ``+gate`` (the whole-query gate on the best centred cosine). The
+profile's scripts), ``+gate`` (the whole-query gate on the best centred cosine),
+``+probability`` (the calibrated probability of answering decides every candidate
+that has one, issue 46: its one axis is ``min_probability``; swept when asked). The
 harness sweeps every family of the grid with the same replay and judges them
 leave-one-corpus-out (``transfer``).
 
@@ -35,7 +37,7 @@ __all__ = [
 MODES = ("fts", "vector", "hybrid")
 MODE_CHANNELS = {"fts": ("fts",), "vector": ("vector",), "hybrid": ("fts", "vector")}
 NAMED_POLICIES = {"initial": INITIAL_POLICY, "no-admission": NO_ADMISSION}
-FAMILY_PARTS = ("cross-script", "gate", "nqc", "coverage", "support")  # after the base, in AdmissionPolicy.family's order
+FAMILY_PARTS = ("cross-script", "gate", "nqc", "coverage", "support", "probability")  # after the base, in AdmissionPolicy.family's order
 #: The families a default sweep compares: the RFC's floors, the centred cosine alone,
 #: with the cross-script rule, with the coverage refusal (MiniLM's default), the floors
 #: with both language rules (E5's default: is it the centred cosine or the language
@@ -49,7 +51,8 @@ DEFAULT_FAMILIES = ("floors", "centred", "centred+cross-script", "centred+cross-
                     "floors+cross-script+nqc+coverage")
 #: Threshold columns of a sweep point (NaN = not read in that mode).
 PARAMS = ["fts_min_terms", "fts_min_coverage", "hybrid_fts_min_terms", "hybrid_fts_min_coverage", "vector_min_cosine",
-          "vector_min_centred", "cross_script_min_terms", "vector_uncovered", "gate_min", "vector_min_support"]
+          "vector_min_centred", "cross_script_min_terms", "vector_uncovered", "gate_min", "vector_min_support",
+          "min_probability"]
 POINT_COLUMNS = ["family", *PARAMS, "limit"]
 _INT_FIELDS = {"fts_min_terms", "rrf_k", "short_query_terms", "min_pool", "pool_factor", "cross_script_min_terms",
                "hybrid_fts_min_terms"}
@@ -98,6 +101,8 @@ def family_base(family: str) -> AdmissionPolicy:
         options.update(gate_signal="spread", gate_min=0.02)
     if "support" in parts:
         options["vector_min_support"] = 0.3
+    if "probability" in parts:
+        options["min_probability"] = 0.5
     return AdmissionPolicy.floors(**options)
 
 
@@ -136,6 +141,7 @@ class Grid:
     gate_min: tuple[float, ...] = (0.16, 0.22, 0.28)
     vector_min_support: tuple[float, ...] = (0.2, 0.3, 0.4, 0.5, 0.6)
     spread_min: tuple[float, ...] = (0.005, 0.01, 0.02, 0.03)
+    min_probability: tuple[float, ...] = tuple(float(x) for x in np.round(np.arange(0.05, 0.91, 0.05), 2))
 
     def __post_init__(self) -> None:
         for family in self.families:
@@ -192,6 +198,10 @@ class Grid:
             raise ValueError(f"unknown mode {mode!r}")
         base_name, parts = _parts(family)
         base = family_base(family)
+        if "probability" in parts:
+            # the calibrated probability replaces the raw rules of every candidate that has
+            # one (every candidate of a calibrated profile): its threshold is the only axis
+            return [replace(base, min_probability=t) for t in self.min_probability]
         terms, cov, cos = self._axes()
         floors = list(itertools.product(terms, cov))
         xs = self.cross_script_min_terms if "cross-script" in parts else (None,)
@@ -257,11 +267,14 @@ def point_values(policy: AdmissionPolicy, mode: str, limit: int) -> dict[str, An
             v["vector_min_support"] = policy.vector_min_support
     if policy.gate_min is not None and ("fts" if policy.gate_signal == "coverage" else "vector") in uses:
         v["gate_min"] = policy.gate_min
+    if policy.min_probability is not None:
+        v["min_probability"] = policy.min_probability
     return v
 
 
-_READS = {"fts": ("fts_min_terms", "fts_min_coverage", "cross_script_min_terms", "gate_min"),
-          "vector": ("vector_min_cosine", "vector_min_centred", "vector_uncovered", "gate_min", "vector_min_support")}
+_READS = {"fts": ("fts_min_terms", "fts_min_coverage", "cross_script_min_terms", "gate_min", "min_probability"),
+          "vector": ("vector_min_cosine", "vector_min_centred", "vector_uncovered", "gate_min", "vector_min_support",
+                     "min_probability")}
 
 
 def _missing(value: Any) -> bool:
@@ -335,4 +348,6 @@ def policy_label(policy: AdmissionPolicy, mode: str) -> str:
         parts.append(f"fts support≥{policy.fts_min_support:g}")
     if policy.gate_min is not None and ("fts" if policy.gate_signal == "coverage" else "vector") in uses:
         parts.append(f"gate {policy.gate_signal}≥{policy.gate_min:g}")
+    if policy.min_probability is not None:
+        parts.append(f"p≥{policy.min_probability:g}")
     return " ".join(parts)

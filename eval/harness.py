@@ -9,6 +9,7 @@
     harness.run("datasets/atlas-etl", policy=pc.AdmissionPolicy(fts_min_coverage=0.4))
     harness.analyse(result.collected, grid=Grid(...), objective=Objective(bound=0.3))  # offline re-analysis
     table, runs = harness.compare_analyzers("datasets/atlas-etl", ("v1", "v2"), out="results/analyzers")
+    report = harness.calibrate("datasets/atlas-etl", "e5", out="results/cal")  # probability units (issue 46)
 
 ``sweep`` = ``collect`` (databases and model: load, embed, retrieve once) + ``analyse``
 (offline: replay the grid, metrics, recommendation, cross-backend comparison; the
@@ -55,8 +56,8 @@ from .tables import check_metrics, summary_frame
 from .analysis import SweepResult, analyse  # noqa: F401  (harness.analyse, harness.SweepResult)
 
 __all__ = [
-    "SweepResult", "acompare_analyzers", "acompare_embeddings", "afit", "analyse", "arun", "asummary", "asweep",
-    "available_modes", "compare_analyzers", "compare_embeddings", "fit", "load", "profile_names", "resolve_datasets",
+    "SweepResult", "acalibrate", "acompare_analyzers", "acompare_embeddings", "afit", "analyse", "arun", "asummary", "asweep",
+    "available_modes", "calibrate", "compare_analyzers", "compare_embeddings", "fit", "load", "profile_names", "resolve_datasets",
     "run", "summary", "sweep",
 ]
 
@@ -295,6 +296,24 @@ def fit(datasets: Any, family: str | Sequence[str] | None = None, backends: Sequ
         **options: Any) -> AdmissionPolicy:
     """Sync ``afit``: ``harness.fit("my-corpus", family="centred+cross-script+gate").save("policy.json")``."""
     return _sync(afit(datasets, family, backends, modes, grid, objective, **options))
+
+
+async def acalibrate(datasets: Any, profile: Any, out: str | Path | None = None, folds: int | str = "auto",
+                     **options: Any):
+    """Fit a calibration artefact (admission in probability units) for the embedding
+    ``profile`` on your labelled ``datasets`` and score it held out (leave one corpus
+    out, or ``folds`` by query): ``report.calibration`` is the artefact (set it with
+    ``svc.calibration = report.calibration``), ``report.cells`` the n, ECE and Brier of
+    each cell; with ``out`` the artefact, the table and the reliability diagram are
+    written there (``calibration_report``)."""
+    from .calibration_report import acalibrate as fit_and_score
+
+    return await fit_and_score(datasets, profile, out=out, folds=folds, **options)
+
+
+def calibrate(datasets: Any, profile: Any, out: str | Path | None = None, folds: int | str = "auto", **options: Any):
+    """Sync ``acalibrate``: ``harness.calibrate("my-corpus", "e5", out="results/cal")``."""
+    return _sync(acalibrate(datasets, profile, out, folds, **options))
 
 
 async def asummary(dataset: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,

@@ -47,6 +47,8 @@ CANDIDATE_COLUMNS = [
     "pool_rank",
     # both channels, hybrid and fts searches: the IDF-weighted share of the query's terms held
     "support",
+    # the profile's calibration (memory/calibration.py): probability of answering and the cell read
+    "probability", "calibration_cell",
 ]
 QUERY_COLUMNS = ["backend", "corpus", "mode", "query_id", "mode_used", "fallback_reason", "terms",
                  "query_term_count", "pool", "n_fts", "n_vector", "seconds"]
@@ -100,7 +102,8 @@ def _row(backend: str, corpus: str, mode: str, query_id: str, c: ChannelCandidat
         kind=c.kind, text=c.text, corpus_entry=loaded.corpus_id(c.memory_ref.artifact_id, c.entry_id),
         matched_terms=tuple(c.matched_terms), matched=len(c.matched_terms), query_term_count=c.query_term_count,
         coverage=c.coverage, cosine=c.cosine, centred=c.centred, script=c.script, query_script=c.query_script,
-        covered=c.covered, pool_rank=c.pool_rank, support=c.support,
+        covered=c.covered, pool_rank=c.pool_rank, support=c.support, probability=c.probability,
+        calibration_cell=c.calibration_cell,
     )
 
 
@@ -125,6 +128,9 @@ def candidate(row: Mapping[str, Any]) -> ChannelCandidate:
         covered=None if row.get("covered") is None or pd.isna(row.get("covered")) else bool(row.get("covered")),
         pool_rank=None if row.get("pool_rank") is None or pd.isna(row.get("pool_rank")) else int(row.get("pool_rank")),
         support=None if row.get("support") is None or pd.isna(row.get("support")) else float(row.get("support")),
+        probability=None if row.get("probability") is None or pd.isna(row.get("probability"))
+        else float(row.get("probability")),
+        calibration_cell=_text_or_none(row.get("calibration_cell")),
     )
 
 

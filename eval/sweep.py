@@ -20,6 +20,9 @@ construction and by test (``tests/eval/test_sweep_equivalence.py`` checks it aga
 * Support (``vector_min_support``, ``fts_min_support``): a vector candidate with
   0 < support < the floor is refused, a full-text one below ``fts_min_support``; a
   candidate without the signal (NaN) is not affected, as ``decide`` skips it.
+* Probability (``min_probability``): a candidate with a calibrated probability is
+  admitted iff it reaches the threshold, whatever the raw rules say; one without (NaN)
+  keeps the raw rules' verdict (``calibration.probability_verdict``).
 * The whole-query gate reads the best signal of the pool a limit retrieves (for
   ``spread``: the population standard deviation of its ``SPREAD_TOP`` best cosines),
   so it is decided per pool.
@@ -102,6 +105,9 @@ class Replay:
     # [Q, Cf] / [Q, Cv] each candidate's support signal, NaN = not measured / padding
     SF: np.ndarray | None = field(default=None, repr=False)
     SV: np.ndarray | None = field(default=None, repr=False)
+    # [Q, Cf] / [Q, Cv] each candidate's calibrated probability, NaN = none / padding
+    PrF: np.ndarray | None = field(default=None, repr=False)
+    PrV: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def build(cls, candidates: pd.DataFrame, queries: pd.DataFrame, qrels: Mapping[str, Mapping[str, int]],
@@ -162,7 +168,9 @@ class Replay:
         if "support" in c.columns:
             SF[fts["qi"].to_numpy(), fts["pos"].to_numpy()] = pd.to_numeric(fts["support"], errors="coerce").to_numpy(np.float64)
             SV[vec["qi"].to_numpy(), vec["pos"].to_numpy()] = pd.to_numeric(vec["support"], errors="coerce").to_numpy(np.float64)
-        return cls(mode, query_ids, F, V, n_terms, Z, U, X, kf, kv, gain, n_rel, ideal, slots, PF=PF, SF=SF, SV=SV)
+        PrF, PrV = _channel_values(fts, Q, cf, "probability"), _channel_values(vec, Q, cv, "probability")
+        return cls(mode, query_ids, F, V, n_terms, Z, U, X, kf, kv, gain, n_rel, ideal, slots, PF=PF, SF=SF, SV=SV,
+                   PrF=PrF, PrV=PrV)
 
     def _members(self, channel: str, pool: int) -> np.ndarray:
         """[Q, C]: the cached candidates a search with ``pool`` retrieves — full-text by
@@ -192,7 +200,7 @@ class Replay:
         out = np.empty(len(policies), dtype=np.int64)
         for p, policy in enumerate(policies):
             key = (policy.fts_floors(hybrid), policy.short_query_terms, policy.cross_script_min_terms,
-                   policy.fts_min_support)
+                   policy.fts_min_support, policy.min_probability)
             if key not in index:
                 # required terms via the library's own rule, once per distinct N
                 by_n = {int(n): (policy.required_terms(int(n), hybrid) if n > 0 else nmax + 1) for n in distinct_n}
@@ -204,6 +212,7 @@ class Replay:
                 if policy.fts_min_support is not None and self.SF is not None:
                     with np.errstate(invalid="ignore"):
                         mask &= ~(self.SF < policy.fts_min_support)  # NaN: no signal, no rule
+                mask = _by_probability(mask, self.PrF, policy.min_probability)
                 index[key] = len(masks)
                 masks.append(mask)
             out[p] = index[key]
@@ -216,10 +225,10 @@ class Replay:
         out = np.empty(len(policies), dtype=np.int64)
         for p, policy in enumerate(policies):
             key = (policy.vector_min_cosine, policy.vector_min_centred, policy.vector_uncovered,
-                   policy.vector_min_support)
+                   policy.vector_min_support, policy.min_probability)
             if key not in index:
                 index[key] = len(masks)
-                masks.append(self._vector_mask(policy))
+                masks.append(_by_probability(self._vector_mask(policy), self.PrV, policy.min_probability))
             out[p] = index[key]
         return out
 
@@ -454,6 +463,26 @@ def _set_ids(masks: np.ndarray) -> np.ndarray:
                            packed.astype(np.int64)], axis=2).reshape(K * Q, -1)
     _, inverse = np.unique(rows, axis=0, return_inverse=True)
     return inverse.reshape(K, Q)
+
+
+def _channel_values(rows: pd.DataFrame, Q: int, width: int, column: str) -> np.ndarray | None:
+    """[Q, width] of a numeric signal column (NaN = missing / padding); None without it."""
+    if column not in rows.columns:
+        return None
+    out = np.full((Q, width), np.nan, dtype=np.float64)
+    out[rows["qi"].to_numpy(), rows["pos"].to_numpy()] = pd.to_numeric(rows[column], errors="coerce").to_numpy(np.float64)
+    return out
+
+
+def _by_probability(mask: np.ndarray, probability: np.ndarray | None, threshold: float | None) -> np.ndarray:
+    """``admission.admitted``'s probability rule over a raw-rule mask: where a candidate
+    has a probability it alone decides (``calibration.probability_verdict``), elsewhere
+    the raw rules stand."""
+    if threshold is None or probability is None:
+        return mask
+    has = ~np.isnan(probability)
+    with np.errstate(invalid="ignore"):
+        return np.where(has, probability >= threshold, mask)
 
 
 def _covered_false(value: Any) -> bool:

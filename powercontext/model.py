@@ -370,6 +370,11 @@ class ChannelCandidate:
     # query's terms the candidate's stored text holds (backends/specificity.py). A near
     # miss holds the topic's words and not the question's specific ones.
     support: float | None = None
+    # The calibrated probability that the candidate answers the question and the
+    # calibration cell it was read from (memory/calibration.py; None = no calibration
+    # for the profile): a signal like the others, so the harness caches and replays it.
+    probability: float | None = None
+    calibration_cell: str | None = None
 
     def __repr__(self) -> str:  # lean: no token strings, no text dump
         signal = (f"{len(self.matched_terms)}/{self.query_term_count} terms" if self.channel == "fts"

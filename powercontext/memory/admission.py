@@ -20,6 +20,7 @@ from ..canonical import utf8_key
 from ..errors import InvalidMemoryRequestError
 from ..model import AdmissionDecision, ChannelCandidate, EmbeddingProfile, MemoryHit
 from ..suggest import did_you_mean, unknown_keyword
+from .calibration import probability_decision, probability_verdict
 
 CHANNEL_ORDER = ("fts", "vector")
 POLICY_FORMAT = "powercontext.admission-policy.v1"
@@ -28,7 +29,7 @@ GATE_SIGNALS = ("centred", "cosine", "coverage", "spread")
 SPREAD_TOP = 5
 #: The value of each family field that switches the family off (the RFC's floors alone).
 FAMILIES_OFF: dict[str, Any] = dict(vector_min_centred=None, cross_script_min_terms=None, gate_min=None,
-                                    vector_uncovered="admit", hybrid_fts_min_terms=None,
+                                    vector_uncovered="admit", hybrid_fts_min_terms=None, min_probability=None,
                                     hybrid_fts_min_coverage=None, vector_min_support=None, fts_min_support=None)
 
 
@@ -84,6 +85,8 @@ class AdmissionPolicy:
       profile does not cover the query's or the candidate's script: ``"admit"`` (the
       usual threshold), ``"refuse"``, or a number that replaces the threshold of the
       vector signal in use (centred if ``vector_min_centred`` is set, else cosine).
+    * ``min_probability``: admit a candidate whose calibrated probability of answering
+      (memory/calibration.py) is ≥ this, instead of its channel's raw rules; None = off.
 
     How the default was chosen (``reports/admission_study/``, confirmed on both
     databases by ``reports/thresholds/``): every family was tuned at a false-admission
@@ -121,6 +124,7 @@ class AdmissionPolicy:
     profile: str | None = None
     vector_min_support: float | None = None
     fts_min_support: float | None = None
+    min_probability: float | None = None  # probability units: calibration.probability_verdict
 
     def __post_init__(self) -> None:
         def whole(value: Any, low: int) -> bool:
@@ -154,7 +158,7 @@ class AdmissionPolicy:
             raise _invalid("hybrid_fts_min_coverage must be None or within [0, 1]")
         if not (self.vector_uncovered in ("admit", "refuse") or number(self.vector_uncovered, -2.0, 2.0)):
             raise _invalid(f"vector_uncovered must be 'admit', 'refuse' or a threshold, got {self.vector_uncovered!r}"[:200])
-        for name in ("vector_min_support", "fts_min_support"):
+        for name in ("vector_min_support", "fts_min_support", "min_probability"):
             if getattr(self, name) is not None and not number(getattr(self, name), 0.0, 1.0):
                 raise _invalid(f"{name} must be None or within [0, 1]")
         if self.profile is not None and not (isinstance(self.profile, str) and 0 < len(self.profile) <= 128
@@ -258,6 +262,8 @@ class AdmissionPolicy:
             parts.append("support")
         if self.fts_floors(hybrid=True) != self.fts_floors():
             parts.append("hybrid-floors")
+        if self.min_probability is not None:
+            parts.append("probability")
         return "+".join(parts)
 
     # ------------------------------------------------------------------ JSON
@@ -458,16 +464,17 @@ def decide(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bool = 
     """Admit or reject one candidate by the per-candidate rules, with the reason in
     words (the whole-query gate is ``gate``'s business). ``hybrid``: the vector channel
     was retrieved beside the FTS one."""
-    if candidate.channel == "fts":
-        return _decide_fts(candidate, policy, hybrid)
-    if candidate.channel == "vector":
-        return _decide_vector(candidate, policy)
-    raise ValueError(f"unknown channel {candidate.channel!r}")
+    if candidate.channel not in CHANNEL_ORDER:
+        raise ValueError(f"unknown channel {candidate.channel!r}")
+    decision = _decide_fts(candidate, policy, hybrid) if candidate.channel == "fts" else _decide_vector(candidate, policy)
+    return probability_decision(decision, policy.min_probability)  # the probability rule, when it applies
 
 
 def admitted(candidate: ChannelCandidate, policy: AdmissionPolicy, hybrid: bool = False) -> bool:
     """``decide(...).admitted`` without wording the reason: what every search asks of
     each candidate, and the harness's per-policy evaluation of every candidate."""
+    if (by_probability := probability_verdict(candidate, policy.min_probability)) is not None:
+        return by_probability
     if candidate.channel == "fts":
         return _fts_verdict(candidate, policy, hybrid)[0]
     if candidate.channel == "vector":

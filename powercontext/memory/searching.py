@@ -5,6 +5,7 @@ Only ``retrieve`` touches the database; admission and fusion are the pure functi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from .. import analyzer
@@ -20,6 +21,7 @@ from ..errors import (
 from ..model import ArtifactRef, MemoryRevision, MemorySearchResult
 from . import admission, arguments
 from .admission import AdmissionPolicy
+from .calibration import Calibration, InvalidCalibrationError, annotate, calibration_for
 from .search_log import SearchLogRecord
 
 MODES = ("fts", "vector", "hybrid", "auto")
@@ -28,6 +30,25 @@ MAX_LIMIT = 1000
 
 class MemorySearch:
     """search / retrieve of MemoryService."""
+
+    @property
+    def calibration(self) -> Calibration | None:
+        """The calibration every retrieved candidate's ``probability`` is read from (what
+        ``AdmissionPolicy(min_probability=…)`` admits by): the package's artefact for
+        the database's embedding profile unless set; None = raw thresholds only."""
+        if "_calibration" not in self.__dict__:
+            self.__dict__["_calibration"] = calibration_for(self.backend.embedding_profile)
+        return self.__dict__["_calibration"]
+
+    @calibration.setter
+    def calibration(self, value: Calibration | None) -> None:
+        """Use another artefact (e.g. ``Calibration.load`` of one fitted on your labels by
+        ``harness.calibrate``); refused when it was fitted for another profile."""
+        if value is not None:
+            if not isinstance(value, Calibration):
+                raise InvalidCalibrationError(f"calibration must be a Calibration or None, got {shown(value)}")
+            value.check_profile(self.backend.embedding_profile)
+        self.__dict__["_calibration"] = value
 
     def _policy(self, policy: Any) -> AdmissionPolicy:
         """The policy to admit by: the caller's, or the service's when None."""
@@ -108,7 +129,11 @@ class MemorySearch:
             query_vector=vector,
             query_script=analyzer.script(query),
         )
-        return await self.backend.retrieve(request), used, fallback
+        retrieval = await self.backend.retrieve(request)
+        # the calibrated probability is a signal like the others: annotated here, so the
+        # harness caches it with the pool and replays min_probability exactly
+        retrieval = replace(retrieval, channels=annotate(retrieval.channels, self.calibration))
+        return retrieval, used, fallback
 
     async def search(
         self,

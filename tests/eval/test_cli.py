@@ -288,7 +288,7 @@ def test_every_subcommand_and_api_function_is_documented():
     sub = next(a for a in build_parser()._actions if a.choices and "sweep" in a.choices)
     for command in sub.choices:
         assert f"python -m powercontext.eval {command}" in cli.__doc__, command
-    for name in ("sweep", "summary", "run", "analyse"):
+    for name in ("sweep", "summary", "run", "analyse", "calibrate"):
         assert name in harness.__all__ and f"harness.{name}" in harness.__doc__ + package.__doc__.replace("``", ""), name
 
 

@@ -66,6 +66,14 @@ def points():
     for _ in range(5):
         out.append((AdmissionPolicy.floors(rng.randint(1, 4), rng.choice([0.0, 0.2, 0.25, 0.34, 0.5]),
                                            round(rng.uniform(0.3, 0.8), 2)), rng.choice([1, 5, 8, 10])))
+    # admission in probability units (issue 46): the shipped MiniLM calibration's
+    # probability replaces the raw rules, on its own and over another family
+    prob_rng = random.Random(46)
+    out += [(AdmissionPolicy(min_probability=0.5), 8), (AdmissionPolicy(min_probability=0.5), 3)]
+    for _ in range(4):
+        base = prob_rng.choice([AdmissionPolicy(), INITIAL, AdmissionPolicy(gate_min=0.2)])
+        out.append((dataclasses.replace(base, min_probability=round(prob_rng.uniform(0.02, 0.9), 3)),
+                    prob_rng.choice([1, 5, 8, 10])))
     return out
 
 
@@ -102,3 +110,6 @@ async def test_sweep_points_equal_online_search(open_service, backend_name, tmp_
             & fts["query_script"].isin(["latin", "cjk"])).any()
     vec = candidates[candidates["channel"] == "vector"]
     assert (vec["covered"] == False).any() and vec["centred"].notna().all()  # noqa: E712
+    # the calibrated probability is cached with the pool, on both channels, per language pair
+    assert vec["probability"].notna().all() and fts["probability"].notna().all()
+    assert vec["calibration_cell"].str.contains("latin>cjk|cjk>latin").any()

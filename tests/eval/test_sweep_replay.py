@@ -5,6 +5,7 @@ rows, queries without terms, lists longer than the pool."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -22,6 +23,9 @@ MODES = ("fts", "vector", "hybrid")
 
 def synthetic(seed: int = 7, queries: int = 40):
     rng = random.Random(seed)
+    # the calibrated probability (sometimes missing: raw rules decide), from its own
+    # generator so the other signals stay what the corners below were built on
+    prob_rng = random.Random(seed + 1)
     entries = [(f"mem_art_{m}", f"mem_ent_{m}{i:03d}", f"mem_ver_{m}{i:03d}", f"syn-{m}{i:03d}")
                for m in ("a", "b") for i in range(30)]
     rows, qrows, qrels = [], [], {}
@@ -61,7 +65,9 @@ def synthetic(seed: int = 7, queries: int = 40):
                         matched_terms=tuple(f"t{i}" for i in range(matched)), matched=matched, query_term_count=n,
                         coverage=matched / n if n else 0.0, cosine=cosine, centred=centred, script=script,
                         query_script=query_script, covered=covered,
-                        pool_rank=places[rank - 1] if channel == "fts" else None, support=support))
+                        pool_rank=places[rank - 1] if channel == "fts" else None, support=support,
+                        probability=None if prob_rng.random() < 0.2 else round(prob_rng.random(), 2),
+                        calibration_cell="syn (n=99)"))
     return pd.DataFrame(rows, columns=CANDIDATE_COLUMNS), pd.DataFrame(qrows), qrels
 
 
@@ -73,7 +79,8 @@ def data():
 def random_policies(rng: random.Random, n: int):
     """Floors and every family: centred cosine (with and without a raw floor),
     cross-script terms, uncovered refused / re-thresholded, gates on each signal,
-    hybrid floors."""
+    hybrid floors; and on top of any of them a random ``min_probability`` (issue 46)."""
+    prob_rng = random.Random(rng.random())
     out = [(INITIAL, 8), (NO_ADMISSION, 10), (NO_ADMISSION, 1), (AdmissionPolicy(), 3), (AdmissionPolicy(), 8)]
     coverages = [0.0, 0.1, 0.2, 0.25, 0.3, 1 / 3, 0.5, 0.75, 1.0]
     for i in range(n):
@@ -95,7 +102,9 @@ def random_policies(rng: random.Random, n: int):
                 hybrid_fts_min_terms=rng.choice([None, rng.randint(1, 5)]),
                 hybrid_fts_min_coverage=rng.choice([None, *coverages]))),
         )
-        out.append((policy, rng.choice([1, 2, 3, 5, 8, 10])))
+        limit = rng.choice([1, 2, 3, 5, 8, 10])
+        threshold = prob_rng.choice([None, 0.0, 0.5, round(prob_rng.random(), 2), round(prob_rng.random(), 3)])
+        out.append((dataclasses.replace(policy, min_probability=threshold), limit))
     return out
 
 
@@ -210,3 +219,18 @@ def test_the_family_grid_holds_the_library_default_and_varies_what_each_mode_rea
     assert point_values(INITIAL, "hybrid", 8)["family"] == "floors"
     with pytest.raises(ValueError, match="unknown admission family"):
         Grid(families=("centred+magic",))
+
+
+def test_the_probability_family_sweeps_its_one_threshold_and_reads_back_from_a_sweep_row():
+    from powercontext.eval.grid import policy_from
+
+    grid = Grid(families=("floors+probability",), min_probability=(0.2, 0.5))
+    for mode in MODES:
+        policies = grid.policies(mode)
+        assert [p.min_probability for p in policies] == [0.2, 0.5]
+        for policy in policies:
+            values = point_values(policy, mode, 8)
+            assert values["family"] == "floors+probability" and values["min_probability"] == policy.min_probability
+            back = policy_from(values, mode)
+            assert back.min_probability == policy.min_probability and back.family.endswith("probability")
+            assert back.fts_floors(mode == "hybrid") == policy.fts_floors(mode == "hybrid")
