@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from powercontext import analyzer  # noqa: E402
 from powercontext.backends.sqlite import FTS_TOKENIZE  # noqa: E402
 from powercontext.embedding import MINILM_PROFILE, minilm_path  # noqa: E402
-from powercontext.memory import admission  # noqa: E402
+from powercontext.memory import admission, fusion  # noqa: E402
 from powercontext.memory.admission import AdmissionPolicy  # noqa: E402
 from powercontext.model import ArtifactRef, ChannelCandidate  # noqa: E402
 
@@ -191,7 +191,7 @@ class Table:
         Q = len(queries)
         cf = max([len(q.channels["fts"]) for q in queries] + [1])
         cv = max([len(q.channels["vector"]) for q in queries] + [1])
-        slots = [sorted({c.key for ch in q.channels.values() for c in ch}, key=admission.tie_break_key) for q in queries]
+        slots = [sorted({c.key for ch in q.channels.values() for c in ch}, key=fusion.tie_break_key) for q in queries]
         S = max(len(s) for s in slots) + 1
         self.S = S
         self.m = np.full((Q, cf), -1)
@@ -288,7 +288,7 @@ def check_against_library(table: Table, policies: list[AdmissionPolicy], rng: np
         for qi in rng.choice(len(table.queries), size=40, replace=False):
             q = table.queries[qi]
             want = [h.entry_id for h in admission.fuse(q.channels, p, LIMIT)]
-            slots = sorted({c.key for ch in q.channels.values() for c in ch}, key=admission.tie_break_key)
+            slots = sorted({c.key for ch in q.channels.values() for c in ch}, key=fusion.tie_break_key)
             got = [slots[s][1] for s in order[qi, : n_hits[qi]]]
             if want != got:
                 raise AssertionError(f"replay differs from admission.fuse for {p} on {q.qid}: {got} vs {want}")

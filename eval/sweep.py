@@ -1,4 +1,4 @@
-"""Offline replay of ``admission.admit`` + ``admission.rrf`` over cached candidates, for
+"""Offline replay of ``admission.admit`` + ``fusion.rrf`` over cached candidates, for
 thousands of policies at once.
 
 ``admission.fuse`` decides one candidate at a time; calling it for every (policy,
@@ -144,7 +144,7 @@ class Replay:
             X[fts["qi"].to_numpy(), fts["pos"].to_numpy()] = _cross_script(fts["script"], fts["query_script"])
         # Key slots per query in tie-break order: UTF-8 byte order equals code point
         # order, which is how Python (and pandas) compare str, so sorting the id strings
-        # sorts by admission.tie_break_key.
+        # sorts by fusion.tie_break_key.
         slots = c.drop_duplicates(["qi", *key]).sort_values(["qi", *key], kind="stable")
         slots = slots.assign(slot=slots.groupby("qi", sort=False).cumcount().to_numpy())
         S = max(int(slots["slot"].max()) + 1 if len(slots) else 0, min_width, 1)

@@ -1,7 +1,7 @@
-"""Relevance admission and reciprocal rank fusion: pure functions, no I/O.
+"""Relevance admission: pure functions, no I/O (fusion's RRF is ``fusion.py``).
 
 This module is the seam that keeps the evaluation harness honest: ``MemoryService``
-calls ``admit`` + ``rrf`` on the candidates a backend retrieved, and the harness
+calls ``fuse`` (``admit`` + ``fusion.rrf``) on the candidates a backend retrieved, and the harness
 replays the very same two functions over cached candidates for every policy of a
 sweep. A sweep point therefore equals an online search with that policy.
 """
@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..bundled import E5_PROFILE, MINILM_PROFILE, bundled_profile
-from ..canonical import utf8_key
 from ..errors import InvalidMemoryRequestError
 from ..model import AdmissionDecision, ChannelCandidate, EmbeddingProfile, MemoryHit
 from ..suggest import did_you_mean, unknown_keyword
 from .calibration import probability_decision, probability_verdict
+from .fusion import CHANNEL_ORDER, rrf
 
-CHANNEL_ORDER = ("fts", "vector")
 POLICY_FORMAT = "powercontext.admission-policy.v1"
 GATE_SIGNALS = ("centred", "cosine", "coverage", "spread")
 #: How many of the vector pool's best cosines the ``spread`` gate reads.
@@ -555,48 +554,6 @@ def explain(
         return tuple(AdmissionDecision(c, False, refused) for name in channels for c in channels[name])
     hybrid = is_hybrid(channels)
     return tuple(decide(c, policy, hybrid) for name in channels for c in channels[name])
-
-
-def tie_break_key(key: tuple[str, str, str]) -> tuple[bytes, bytes, bytes]:
-    """Equal scores are ordered by memory_artifact_id, entry_id, entry_version_id,
-    compared as UTF-8 bytes."""
-    return tuple(utf8_key(part) for part in key)  # type: ignore[return-value]
-
-
-def rrf(
-    admitted: Mapping[str, Sequence[ChannelCandidate]], limit: int, k: int = 60
-) -> tuple[MemoryHit, ...]:
-    """Reciprocal rank fusion: score = Σ 1/(k + rank), rank = 1-based position among a
-    channel's ADMITTED candidates. One-channel modes use the same formula."""
-    scores: dict[tuple[str, str, str], float] = {}
-    matched: dict[tuple[str, str, str], list[str]] = {}
-    first: dict[tuple[str, str, str], ChannelCandidate] = {}
-    for name in _ordered(admitted):
-        for rank, cand in enumerate(admitted[name], start=1):
-            key = cand.key
-            if name in matched.get(key, ()):
-                continue  # one contribution per channel, even if a backend repeated a row
-            scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
-            matched.setdefault(key, []).append(name)
-            first.setdefault(key, cand)
-    ordered = sorted(scores, key=lambda key: (-scores[key], tie_break_key(key)))
-    return tuple(
-        MemoryHit(
-            memory_ref=first[key].memory_ref,
-            entry_id=key[1],
-            entry_version_id=key[2],
-            text=first[key].text,
-            score=scores[key],
-            matched_by=tuple(matched[key]),
-            kind=first[key].kind,
-        )
-        for key in ordered[:limit]
-    )
-
-
-def _ordered(channels: Iterable[str]) -> list[str]:
-    names = list(channels)
-    return sorted(names, key=lambda n: CHANNEL_ORDER.index(n) if n in CHANNEL_ORDER else len(CHANNEL_ORDER))
 
 
 def fuse(

@@ -152,6 +152,9 @@ DESCRIBED: dict[str, dict[str, Any]] = {
                              family="support"),
     "fts_min_support": _d(0.0, 1.0, 0.01, "IDF-weighted share of the query's terms a full-text candidate needs "
                                           "besides its term floor", channel="fts", family="support"),
+    "min_probability": _d(0.0, 1.0, 0.01, "calibrated probability of answering a candidate needs where the profile "
+                                          "has a calibration (it replaces that channel's raw floors; off: raw "
+                                          "floors)", family="probability"),
 }
 
 

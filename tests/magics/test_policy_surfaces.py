@@ -77,29 +77,29 @@ def test_the_inspector_takes_the_query_and_offers_the_hybrid_floors(shell, targe
 
 
 def _extended():
-    """A field a later issue adds (issue 46: a probability threshold), described once."""
+    """A field a later issue adds (hypothetical: issue 46's min_probability landed the same way), described once."""
 
     @dataclasses.dataclass(frozen=True, slots=True)
     class Extended(AdmissionPolicy):
-        min_probability: float | None = 0.5
+        min_answer_margin: float | None = 0.5
 
-    described = {**policy_fields.DESCRIBED, "min_probability": policy_fields.field_description(
-        0.0, 1.0, 0.05, "calibrated probability of relevance a candidate needs")}
+    described = {**policy_fields.DESCRIBED, "min_answer_margin": policy_fields.field_description(
+        0.0, 1.0, 0.05, "a hypothetical later field")}
     return Extended, policy_fields.build(Extended, described)
 
 
 def test_a_new_policy_field_appears_on_every_surface_with_no_further_code(shell, sqlite_target):
     Extended, fields = _extended()
-    assert fields[-1].name == "min_probability" and fields[-1].nullable and fields[-1].kind == "float"
+    assert fields[-1].name == "min_answer_margin" and fields[-1].nullable and fields[-1].kind == "float"
 
     # %pcmem search: an option, listed in the help, parsed and applied
     parser = MagicArgumentParser(prog="pcmem search")
     policy_options.add_arguments(parser, fields)
-    assert "--min-probability X" in help_text(parser)
-    options = policy_options.given(parser.parse_args(["--min-probability", "0.7"]), fields)
-    assert policy_options.checked_policy(options, Extended(), "fts", fields).min_probability == 0.7
-    assert "min_probability" in policy_options.config_traits(fields)
-    assert "--min-probability" in policy_options.options_help(fields)
+    assert "--min-answer-margin X" in help_text(parser)
+    options = policy_options.given(parser.parse_args(["--min-answer-margin", "0.7"]), fields)
+    assert policy_options.checked_policy(options, Extended(), "fts", fields).min_answer_margin == 0.7
+    assert "min_answer_margin" in policy_options.config_traits(fields)
+    assert "--min-answer-margin" in policy_options.options_help(fields)
 
     # the AdmissionInspector: a control that enters the replayed policy and the status line
     run(shell, f"%pcmem open {sqlite_target}")
@@ -107,18 +107,18 @@ def test_a_new_policy_field_appears_on_every_surface_with_no_further_code(shell,
     svc = current_service(shell)
     svc.policy = Extended(**{k: v for k, v in dataclasses.asdict(svc.policy).items()})
     w = AdmissionInspector(svc, runner=current_runner(shell), query="release checklist", fields=fields)
-    assert "min_probability" in w.shown and w.min_probability.value == 0.5
-    w.min_probability.value = 0.8
-    assert w.policy.min_probability == 0.8 and "min_probability=0.8" in w.status_line
+    assert "min_answer_margin" in w.shown and w.min_answer_margin.value == 0.5
+    w.min_answer_margin.value = 0.8
+    assert w.policy.min_answer_margin == 0.8 and "min_answer_margin=0.8" in w.status_line
 
     # the ThresholdTuner: a slider for the swept column
     sweep = pd.DataFrame([dict(backend="sqlite", mode="fts", corpus="all", split="dev", limit=8, fts_min_terms=2,
-                               fts_min_coverage=0.3, min_probability=p, **{"ndcg@10": p, "false_admission": 1 - p})
+                               fts_min_coverage=0.3, min_answer_margin=p, **{"ndcg@10": p, "false_admission": 1 - p})
                           for p in (0.2, 0.5, 0.8)])
     t = ThresholdTuner(sweep, fields=fields)
-    assert "min_probability" in t.sliders and "min_probability" in t.relevant
-    t.sliders["min_probability"].value = 0.8
-    assert t.point["ndcg@10"] == 0.8 and "min_probability=0.8" in repr(t)
+    assert "min_answer_margin" in t.sliders and "min_answer_margin" in t.relevant
+    t.sliders["min_answer_margin"].value = 0.8
+    assert t.point["ndcg@10"] == 0.8 and "min_answer_margin=0.8" in repr(t)
 
 
 def test_the_tuner_offers_every_swept_policy_field():

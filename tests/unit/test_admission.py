@@ -1,6 +1,6 @@
 import pytest
 
-from powercontext.memory import admission
+from powercontext.memory import admission, fusion
 from powercontext.memory.admission import AdmissionPolicy
 from powercontext.model import ArtifactRef, ChannelCandidate
 
@@ -59,7 +59,7 @@ def test_vector_admission_boundary_is_inclusive():
 
 
 def test_rrf_scores_are_hand_computed():
-    hits = admission.rrf({"fts": [fts("a", 1, 2, 2), fts("b", 2, 2, 2)], "vector": [vec("b", 1, 0.9), vec("a", 2, 0.8)]}, limit=8)
+    hits = fusion.rrf({"fts": [fts("a", 1, 2, 2), fts("b", 2, 2, 2)], "vector": [vec("b", 1, 0.9), vec("a", 2, 0.8)]}, limit=8)
     assert [h.entry_id for h in hits] == ["a", "b"]  # equal scores: tie-break by entry_id
     assert hits[0].score == pytest.approx(1 / 61 + 1 / 62)
     assert hits[1].score == pytest.approx(1 / 62 + 1 / 61)
@@ -73,7 +73,7 @@ def test_rank_counts_only_admitted_candidates():
 
 
 def test_single_channel_contribution_and_matched_by():
-    hits = admission.rrf({"fts": [fts("a", 1, 2, 2)], "vector": [vec("b", 1, 0.9), vec("a", 2, 0.5)]}, limit=8)
+    hits = fusion.rrf({"fts": [fts("a", 1, 2, 2)], "vector": [vec("b", 1, 0.9), vec("a", 2, 0.5)]}, limit=8)
     by_id = {h.entry_id: h for h in hits}
     assert by_id["b"].score == pytest.approx(1 / 61) and by_id["b"].matched_by == ("vector",)
     assert by_id["a"].score == pytest.approx(1 / 61 + 1 / 62)
@@ -81,10 +81,10 @@ def test_single_channel_contribution_and_matched_by():
 
 def test_tie_break_orders_memory_then_entry_then_version_as_utf8_bytes():
     other = ArtifactRef("mem_art_B", 1)
-    hits = admission.rrf({"vector": [vec("z", 1, 0.9, other)], "fts": [fts("é", 1, 2, 2)]}, limit=8)
+    hits = fusion.rrf({"vector": [vec("z", 1, 0.9, other)], "fts": [fts("é", 1, 2, 2)]}, limit=8)
     # both score 1/61; mem_art_A < mem_art_B decides before entry ids are compared
     assert [h.memory_ref.artifact_id for h in hits] == ["mem_art_A", "mem_art_B"]
-    assert admission.tie_break_key(("m", "Z", "v")) < admission.tie_break_key(("m", "a", "v"))
+    assert fusion.tie_break_key(("m", "Z", "v")) < fusion.tie_break_key(("m", "a", "v"))
 
 
 def test_limit_truncates_after_fusion_and_rejected_never_fill():

@@ -31,9 +31,9 @@ def test_every_field_of_the_dataclass_is_described_in_its_order():
 def test_a_field_without_a_description_is_refused_by_name():
     @dataclasses.dataclass(frozen=True)
     class Extended(AdmissionPolicy):
-        min_probability: float | None = None
+        min_answer_margin: float | None = None
 
-    with pytest.raises(TypeError, match=r"AdmissionPolicy\.min_probability has no description"):
+    with pytest.raises(TypeError, match=r"AdmissionPolicy\.min_answer_margin has no description"):
         policy_fields.build(Extended)
 
 
