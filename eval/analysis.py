@@ -195,11 +195,13 @@ def _table(grids: Sequence[PointGrid], masks: Sequence[np.ndarray] | None) -> pd
 
 
 def _kept(grids: Sequence[PointGrid], objective: Objective, anchors: Mapping[str, Sequence[AdmissionPolicy]] | None):
-    """Per grid, the mask of the rows a run keeps (``points``): the decision slice, each
-    family's frontier, and the ``anchors`` of its mode with their one-threshold neighbours."""
+    """Per grid, the mask of the rows a run chooses on (``anchors`` None: the decision
+    slice with every corpus's, and the frontier) or keeps (the pooled decision slice, the
+    frontier, and the ``anchors`` of its mode with their one-threshold neighbours); see ``points``."""
     masks = []
     for g in grids:
-        mask = g.decision(objective.limit, objective.split) | g.frontier(objective.metric, objective.constraint)
+        mask = g.decision(objective.limit, objective.split, per_corpus=anchors is None)
+        mask |= g.frontier(objective.metric, objective.constraint)
         if anchors is not None:
             mask |= g.around(anchors.get(g.mode, ()))
         masks.append(mask)
@@ -331,10 +333,11 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
         recs = {mode: choose(table, mode, chooser) for mode in collected.modes}
         recs["joint"] = choose_joint(table, collected.modes, chooser)
         recs = {mode: _tied_to(rec, collected.profile_id) for mode, rec in recs.items()}
-        if not full_grid:  # … and the named points with their neighbours, for the tuner and a reader
+        kept = table
+        if not full_grid:  # … and keeps the named points with their neighbours, for the tuner and a reader
             named = [*NAMED_POLICIES.values(), collected.default_policy, recs["joint"].policy]
             anchors = {mode: [*named, *([recs[mode].policy] if mode in recs else [])] for mode in collected.modes}
-            table = _table(grids, _kept(grids, chooser, anchors))
+            kept = _table(grids, _kept(grids, chooser, anchors))
         del grids  # the arrays: the largest thing a run holds
         cv_folds, cv_summary, fold = (_crossvalidated(replays, queries, grid, objective, k, seed, collected.modes, progress)
                                       if k else (pd.DataFrame(), pd.DataFrame(), None))
@@ -363,7 +366,7 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
         timings["ratio"] = (timings["sweep_seconds"] + timings["build_seconds"]) / timings["retrieval_seconds"]
         analysing.update(1)
         return SweepResult(
-            collected=collected, grid=grid, objective=chooser, sweep=table, recommendations=recommendations,
+            collected=collected, grid=grid, objective=chooser, sweep=kept, recommendations=recommendations,
             per_query=per_query, summary=summary_frame(per_query, qrels), breakdown=breakdown_frame(per_query),
             stats=stats_frame(per_query, qrels, metrics=check_metrics(metrics)),
             abstention=abstention_frame(replays, queries, collected.candidates),

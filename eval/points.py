@@ -14,12 +14,15 @@ rows. Built as one DataFrame it peaked ``make eval`` at 6.96 GB and wrote a 61 M
   ranking quality reachable at each false-admission rate — at any limit, corpus and
   split, and move one threshold at a time from a named point.
 
-So a run keeps, per backend and mode (``keep``): the decision slice; at every limit,
-corpus and split, each family's points within ``NEAR`` of that slice's frontier (not
-beaten by more than ``NEAR`` on both the metric and the false admission at once); and
+So a run chooses on the decision slice and each slice's frontier, and keeps (in
+``result.sweep`` and sweep.parquet), per backend and mode: every point at the
+objective's limit on its split, all corpora pooled; at every limit, corpus and split,
+the points within ``NEAR`` of that slice's frontier (not beaten by more than ``NEAR`` on
+both the metric and the false admission at once), one per distinct pair of values; and
 the named points (initial, no admission, the default, each recommendation) with every
-grid point one threshold away from them, everywhere. ``sweep(full_grid=True)`` keeps
-every row.
+grid point one threshold away from them, everywhere. The per-corpus rows the
+leave-one-corpus-out tuning reads are its own table (leave_one_out.parquet).
+``sweep(full_grid=True)`` keeps every row.
 
 The grid is held as float64 arrays [policy, limit, group] (the replay's own numbers,
 so a choice on them is bit-identical to one on the old table) and turned into rows only
@@ -43,7 +46,7 @@ from .grid import PARAMS, family_of, point_values
 __all__ = ["NEAR", "PointGrid", "near_frontier"]
 
 #: How far from a slice's frontier a kept point may be, on both axes at once.
-NEAR = 0.02
+NEAR = 0.01
 
 
 def near_frontier(metric: np.ndarray, cost: np.ndarray, near: float = NEAR) -> np.ndarray:
@@ -99,25 +102,28 @@ class PointGrid:
     def shape(self) -> tuple[int, int, int]:
         return len(self.policies), len(self.limits), len(self.labels)
 
-    def decision(self, limit: int, split: str) -> np.ndarray:
+    def decision(self, limit: int, split: str, per_corpus: bool = True) -> np.ndarray:
         """[P, L, G] mask of the decision slice: every point at ``limit`` on ``split``
-        of all corpora pooled, and on every query of each corpus."""
+        of all corpora pooled, and (``per_corpus``) on every query of each corpus."""
         mask = np.zeros(self.shape, bool)
         if limit not in self.limits:
             return mask
         groups = [g for g, (corpus, s) in enumerate(self.labels)
-                  if (corpus == "all" and s == split) or (corpus != "all" and s == "all")]
+                  if (corpus == "all" and s == split) or (per_corpus and corpus != "all" and s == "all")]
         mask[:, self.limits.index(limit), groups] = True
         return mask
 
     def frontier(self, metric: str, cost: str, near: float = NEAR) -> np.ndarray:
-        """[P, L, G] mask: each family's points near its frontier in every (limit, group)."""
+        """[P, L, G] mask: in every (limit, group), the points near its frontier, one per
+        distinct (metric, cost) pair (many policies admit the same sets and tie exactly;
+        the first in grid order stands for them)."""
         mask = np.zeros(self.shape, bool)
         m, c = self.values[metric], self.values[cost]
-        for _, rows in self.params.groupby("family", sort=False).indices.items():
-            for li in range(len(self.limits)):
-                for g in range(len(self.labels)):
-                    mask[rows, li, g] = near_frontier(m[rows, li, g], c[rows, li, g], near)
+        for li in range(len(self.limits)):
+            for g in range(len(self.labels)):
+                near_mask = near_frontier(m[:, li, g], c[:, li, g], near)
+                pairs = pd.DataFrame({"m": m[:, li, g], "c": c[:, li, g]}).round(9)
+                mask[:, li, g] = near_mask & ~pairs.duplicated().to_numpy()
         return mask
 
     def around(self, anchors: Sequence[AdmissionPolicy]) -> np.ndarray:

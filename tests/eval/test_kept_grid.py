@@ -57,11 +57,13 @@ def test_every_kept_row_is_the_full_grids_row_and_the_decision_slice_is_whole(ru
     for metric in ("ndcg@10", "false_admission", "set_f1", "hits"):
         np.testing.assert_array_equal(both[metric].to_numpy(), both[f"{metric}_full"].to_numpy())
     o = full.objective
-    for frame in (full.sweep, kept.sweep):
-        frame["_decides"] = (frame["limit"] == o.limit) & (((frame["corpus"] == "all") & (frame["split"] == o.split))
-                                                           | ((frame["corpus"] != "all") & (frame["split"] == "all")))
+    for frame in (full.sweep, kept.sweep):  # what the recommendation, the report's plots and the tuner's default read
+        frame["_decides"] = (frame["limit"] == o.limit) & (frame["corpus"] == "all") & (frame["split"] == o.split)
     assert kept.sweep["_decides"].sum() == full.sweep["_decides"].sum() > 0
     assert (~kept.sweep["_decides"]).sum() > 0  # … and more than the decision slice
+    # the per-corpus rows leave-one-corpus-out tunes on are its own table (leave_one_out), not all kept here
+    per_corpus = lambda f: ((f["corpus"] != "all") & (f["split"] == "all") & (f["limit"] == o.limit)).sum()  # noqa: E731
+    assert 0 < per_corpus(kept.sweep) < per_corpus(full.sweep)
 
 
 def test_the_named_points_and_their_neighbours_are_kept_at_every_limit_corpus_and_split(runs):
@@ -90,3 +92,23 @@ def test_near_frontier_keeps_what_is_not_beaten_on_both_axes_by_more_than_the_ma
     assert near_frontier(metric, cost, 0.02).tolist() == [True, True, True, True, False, True]
     # no cost in the slice (no empty-answer query): within the margin of the best metric
     assert near_frontier(np.array([0.5, 0.49, 0.3]), np.full(3, np.nan), 0.02).tolist() == [True, True, False]
+
+
+def test_the_run_folder_keeps_a_fraction_of_the_grid_and_reads_back(runs, tmp_path):
+    """Issue 45: ``sweep --all --backends sqlite`` wrote 35.9 MB, 30 MB of it the whole
+    grid in sweep.parquet; the folder is to stay under 8 MB with the grid only on request."""
+    from powercontext.eval.report import write_run
+    from powercontext.magics.widgets import ThresholdTuner
+
+    full, kept = runs
+    sizes = {}
+    for name, result in (("full", full), ("kept", kept)):
+        out = write_run(result, tmp_path / name)
+        sizes[name] = (out / "sweep.parquet").stat().st_size
+        folder = sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and "cache" not in p.parts)
+        assert name == "full" or folder < 8_000_000
+    assert sizes["kept"] < sizes["full"], sizes  # (this grid is tiny: the rows, not the bytes, shrink most)
+    run = harness.load(tmp_path / "kept")
+    assert len(run.sweep) == len(kept.sweep)
+    tuner = ThresholdTuner(run)  # the tuner on the folder: its default point (the recommendation) is there
+    assert tuner.point is not None and len(tuner.curve) > 1
