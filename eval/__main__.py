@@ -50,8 +50,11 @@ from .sweep import INITIAL, MODES, Grid
 
 _DEFAULT_GRID = Grid()
 #: ``sweep --quick`` (``make eval-quick``): one model, SQLite, three of the bundled corpora
-#: (lantern-relay, the largest, stays for ``make eval``).
-QUICK = {"datasets": ("atlas-etl", "harbor-web", "tidewater-cli"), "backends": ("sqlite",), "embeddings": ("minilm",)}
+#: (lantern-relay, the largest, stays for ``make eval``), and two admission families — the
+#: RFC's floors and MiniLM's default — instead of nine: the grid replay is most of a run's
+#: time (a twelfth of the points here).
+QUICK = {"datasets": ("atlas-etl", "harbor-web", "tidewater-cli"), "backends": ("sqlite",), "embeddings": ("minilm",),
+         "families": ("floors", "centred+cross-script+coverage")}
 
 
 def _csv_list(cast):
@@ -230,7 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
     _sweep_options(s)
     s.add_argument("--quick", action="store_true",
                    help=f"the quick path (make eval-quick): {QUICK['embeddings'][0]} on {QUICK['backends'][0]}, the "
-                        f"bundled {', '.join(QUICK['datasets'])}; a few minutes instead of make eval's ~20")
+                        f"bundled {', '.join(QUICK['datasets'])}, the families {', '.join(QUICK['families'])}; "
+                        "a few minutes instead of make eval's ~20")
     a = sub.add_parser("analyzers", help="sweep once per analyzer and put the figures side by side")
     _sweep_options(a)
     a.add_argument("--analyzers", type=_csv_list(str), default=("v1", "v2"),
@@ -410,6 +414,8 @@ def _quick(args) -> None:
 
     args.dataset = [str(BUNDLED_ROOT / name) for name in QUICK["datasets"]]
     args.backends, args.embeddings = QUICK["backends"], QUICK["embeddings"]
+    if tuple(args.families) == _DEFAULT_GRID.families:  # --families given: that choice stands
+        args.families = QUICK["families"]
 
 
 def _datasets(args) -> list[Path] | str:

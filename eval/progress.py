@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence, TextIO
@@ -56,6 +57,10 @@ def bar(enabled: bool = True, **options: Any):
 
 def _is_tty(stream: Any) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def _duration(seconds: float) -> str:
+    return f"{round(seconds / 60)} min" if seconds >= 90 else f"{round(seconds)} s"
 
 
 def eta_text(seconds: float) -> str:
@@ -185,6 +190,7 @@ class Stage:
         self.started = time.perf_counter()
         self._last_line, self._last_quarter = 0.0, 0
         self._bar = None
+        self._stop: threading.Event | None = None
         self.stream = run.stream or sys.stderr
         self.plain = run.enabled and not _is_tty(self.stream) and not self._notebook()
 
@@ -216,7 +222,15 @@ class Stage:
             self._bar = tqdm(total=100, file=self.stream, leave=True, desc=self.run.label(self.planned),
                              bar_format="{desc} · {percentage:3.0f} % |{bar:16}| {postfix}")
         self._show(force=True)
+        if self.plain:  # a stage that reports nothing for a while still says it is alive
+            self._stop = threading.Event()
+            threading.Thread(target=self._heartbeat, daemon=True, name="pc-eval-progress").start()
         return self
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(LOG_INTERVAL / 3):
+            if time.perf_counter() - self._last_line >= LOG_INTERVAL:
+                self._show(force=True)
 
     def step(self, text: str) -> None:
         self.current_step = text
@@ -228,7 +242,10 @@ class Stage:
 
     def line(self) -> str:
         elapsed = time.perf_counter() - self.started
-        percent = f"{100 * self.fraction:.0f} %" if self.total > 0 else "…"
+        if self.total > 1:
+            percent = f"{100 * self.fraction:.0f} %"
+        else:  # a stage without countable units (analyse, report): how long it has run
+            percent = f"running {_duration(elapsed)}" if elapsed >= 1 else "…"
         eta = eta_text(self.run.eta(self.planned, self.fraction, elapsed))
         return f"{self.run.label(self.planned, self.current_step)}{SEP}{percent}, {eta}"
 
@@ -255,6 +272,8 @@ class Stage:
             print(self.line(), file=self.stream, flush=True)
 
     def __exit__(self, *exc: Any) -> None:
+        if self._stop is not None:
+            self._stop.set()
         seconds = time.perf_counter() - self.started
         p = self.planned
         p.seconds = seconds

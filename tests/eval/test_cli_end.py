@@ -45,6 +45,7 @@ def test_the_quick_path_is_one_model_on_sqlite_over_three_bundled_corpora(tmp_pa
     assert [Path(d).name for d in args.dataset] == list(QUICK["datasets"]) and len(args.dataset) == 3
     assert all(Path(d).is_dir() and Path(d).parent == BUNDLED_ROOT for d in args.dataset)
     assert (args.backends, args.embeddings) == (("sqlite",), ("minilm",))
+    assert args.families == ("floors", "centred+cross-script+coverage")  # the floors and MiniLM's default
     assert main(["sweep", "--quick", "--all"]) == 2
     assert "--quick sets the corpora, database and model itself; drop --all" in capsys.readouterr().err
     make = (ROOT / "Makefile").read_text()

@@ -46,7 +46,7 @@ import sys
 from powercontext.eval.progress import RunProgress, eta_text
 
 LINE = re.compile(r"^stage (\d+)/(\d+) · (?:(\w+) · )?(sqlite|oceanbase|embed|sweep|analyse|report)"
-                  r"(?: · [\w -]+)? · (\d+ %|…), ETA (\d+ (?:s|min)|\?)$")
+                  r"(?: · [\w -]+)? · (\d+ %|…|running \d+ (?:s|min)), ETA (\d+ (?:s|min)|\?)$")
 
 
 def test_a_piped_sweep_prints_plain_stage_lines_with_the_model_the_database_and_the_eta(tmp_path):
