@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: analyzers setup test soak eval scale scale100k compaction bench judging-bench notebooks clean soak-runtime
+.PHONY: analyzers setup test soak eval eval-quick scale scale100k compaction bench judging-bench notebooks clean soak-runtime
 
 setup: $(STAMP)
 
@@ -56,6 +56,11 @@ soak: $(STAMP)
 # side by side (results/<run>/embeddings.md).
 eval: $(STAMP)
 	$(PY) -m powercontext.eval sweep --all --embeddings minilm,e5
+
+# The quick path: MiniLM on SQLite over three of the bundled corpora (sweep --quick), a few
+# minutes instead of make eval's ~20; the same run folder and report.
+eval-quick: $(STAMP)
+	$(PY) -m powercontext.eval sweep --quick
 
 # Analyzer v1 (no stemming) and v2 (Snowball English stemming) swept side by side on the
 # bundled corpora, both databases: results/analyzers/analyzers.md (reports/thresholds/analyzers.md).

@@ -51,6 +51,12 @@ from .metrics import METRIC_NAMES
 from .sweep import INITIAL, MODES, Grid
 
 _DEFAULT_GRID = Grid()
+#: ``sweep --quick`` (``make eval-quick``): one model, SQLite, three of the bundled corpora
+#: (lantern-relay, the largest, stays for ``make eval``), and two admission families — the
+#: RFC's floors and MiniLM's default — instead of nine: the grid replay is most of a run's
+#: time (a twelfth of the points here).
+QUICK = {"datasets": ("atlas-etl", "harbor-web", "tidewater-cli"), "backends": ("sqlite",), "embeddings": ("minilm",),
+         "families": ("floors", "centred+cross-script+coverage")}
 
 
 def _csv_list(cast):
@@ -184,6 +190,9 @@ def _sweep_options(s: argparse.ArgumentParser) -> None:
                    help="vector_min_centred grid of the centred families (default: derived from the run's own values)")
     s.add_argument("--cross-script", type=_csv_list(int), default=_DEFAULT_GRID.cross_script_min_terms,
                    help="cross_script_min_terms grid of the +cross-script families")
+    s.add_argument("--full-grid", action="store_true",
+                   help="keep every grid point in sweep.parquet (default: the points the recommendation, the report "
+                        "and the tuner read: the decision slice, each family's frontier, the named points' neighbours)")
     s.add_argument("--folds", type=_folds, default="auto",
                    help="k-fold cross-validation of the recommendation by query: auto (5 below 200 queries, else "
                         "the dev/test split), 0 (dev/test) or k ≥ 2")
@@ -224,6 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sweep", help="sweep the policy grid, recommend, write the run folder")
     _sweep_options(s)
+    s.add_argument("--quick", action="store_true",
+                   help=f"the quick path (make eval-quick): {QUICK['embeddings'][0]} on {QUICK['backends'][0]}, the "
+                        f"bundled {', '.join(QUICK['datasets'])}, the families {', '.join(QUICK['families'])}; "
+                        "a few minutes instead of make eval's ~20")
     a = sub.add_parser("analyzers", help="sweep once per analyzer and put the figures side by side")
     _sweep_options(a)
     a.add_argument("--analyzers", type=_csv_list(str), default=("v1", "v2"),
@@ -355,20 +368,26 @@ def _preflight(datasets: list[Path], style: str) -> None:
                   f"validate {path} --style bundled)", file=sys.stderr)
 
 
-def footer(result, started: float) -> str:
-    """Wall time, peak memory, stage times and where the report is."""
+def footer(results, started: float, extra: list[tuple[str, Path]] = ()) -> str:
+    """Wall time, peak memory, stage times, and every run folder and report: ``results``
+    is one SweepResult or {name: SweepResult} (one per model or analyzer)."""
+    from .console import where_lines, wrap
+
+    single = not isinstance(results, dict)
+    results = {"": results} if single else results
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    server = result.collected.server_peak_mib
+    server = max((r.collected.server_peak_mib or 0 for r in results.values()), default=0)
     lines = [f"wall time {time.perf_counter() - started:.1f} s, peak RSS {peak:.0f} MiB (this process)"
              + (f", {server:.0f} MiB (the seekdb server it started)" if server else "")]
-    if len(result.stages):
-        from .console import wrap
-
-        by = result.stages.assign(name=lambda d: d["stage"] + d["backend"].map(lambda b: f" {b}" if b else ""))
-        lines += wrap("stages (s): " + ", ".join(f"{n} {t:.1f}" for n, t in zip(by["name"], by["seconds"])), "  ")
-    if result.out is not None and (Path(result.out) / "report.html").is_file():
-        report = (Path(result.out) / "report.html").resolve()
-        lines += [f"report: {report}", report.as_uri()]
+    for name, result in results.items():
+        if len(result.stages):
+            by = result.stages.assign(name=lambda d: d["stage"] + d["backend"].map(lambda b: f" {b}" if b else ""))
+            lines += wrap(f"stages{' of ' + name if name else ''} (s): "
+                          + ", ".join(f"{n} {t:.1f}" for n, t in zip(by["name"], by["seconds"])), "  ")
+    lines += where_lines(results, list(extra))
+    only = next(iter(results.values()))
+    if single and only.out is not None and (Path(only.out) / "report.html").is_file():
+        lines.append((Path(only.out) / "report.html").resolve().as_uri())
     return "\n".join(lines)
 
 
@@ -382,6 +401,24 @@ def _embeddings(args) -> list:
     if not args.embedding_scripts:
         return names
     return [n if bundled_name(n) is not None else local_model(n, args.embedding_scripts) for n in names]
+
+
+def _quick(args) -> None:
+    """``--quick``: its corpora, database and model, refused beside options that name others."""
+    if not getattr(args, "quick", False):
+        return
+    from .databases import EvalError
+
+    given = [flag for flag, on in (("--all", args.all), ("--dataset", args.dataset), ("--backends", args.backends),
+                                   ("--embeddings", args.embeddings != ("minilm",))) if on]
+    if given:
+        raise EvalError(f"--quick sets the corpora, database and model itself; drop {', '.join(given)}")
+    from .datasets import BUNDLED_ROOT
+
+    args.dataset = [str(BUNDLED_ROOT / name) for name in QUICK["datasets"]]
+    args.backends, args.embeddings = QUICK["backends"], QUICK["embeddings"]
+    if tuple(args.families) == _DEFAULT_GRID.families:  # --families given: that choice stands
+        args.families = QUICK["families"]
 
 
 def _datasets(args) -> list[Path] | str:
@@ -433,6 +470,7 @@ def main(argv: list[str] | None = None) -> int:
     from .datasets import DatasetError
 
     try:
+        _quick(args)
         datasets = _datasets(args)
         _preflight(datasets, args.style)
         backends = args.backends or (("sqlite", "oceanbase") if args.all else ("sqlite",))
@@ -447,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
             options["analyzer"] = args.analyzer
         if args.command in ("sweep", "analyzers"):
             from .recommend import Objective
-            from .console import format_summary
+            from .console import format_summary, side_by_side_lines, wrap
 
             try:
                 grid = Grid(tuple(args.terms), tuple(args.coverages), args.cosines, tuple(args.limits),
@@ -459,37 +497,33 @@ def main(argv: list[str] | None = None) -> int:
             if args.command == "analyzers":
                 if args.analyzer is not None:
                     raise EvalError("analyzers: give the analyzers to compare with --analyzers, not --analyzer")
-                from . import analyzers as side
-
                 table, results = harness.compare_analyzers(
                     datasets, analyzers=args.analyzers, backends=backends, modes=args.modes, out=args.out, grid=grid,
                     objective=objective, progress=not args.no_progress, reuse=args.reuse, folds=args.folds,
-                    seed=args.seed, runs=external_runs(args.runs), metrics=args.metrics, **options)
-                print(side.format_table(table, args.analyzers))
+                    seed=args.seed, runs=external_runs(args.runs), metrics=args.metrics, full_grid=args.full_grid,
+                    **options)
+                print("\n".join(side_by_side_lines(table, list(args.analyzers), what="analyzer",
+                                                   file="analyzers.md")))
                 out = Path(next(iter(results.values())).out).parent
-                print(f"side by side: {(out / 'analyzers.md').resolve()}")
-                print(footer(next(iter(results.values())), started))
+                print(footer(results, started, [("side by side", out / "analyzers.md")]))
                 return 0
             if len(embeddings) > 1:
-                from . import embeddings as side
-
                 tables, results = harness.compare_embeddings(
                     datasets, embeddings, out=args.out, backends=backends, modes=args.modes, grid=grid,
                     objective=objective, progress=not args.no_progress, reuse=args.reuse, folds=args.folds,
-                    seed=args.seed, **options)
+                    seed=args.seed, full_grid=args.full_grid, **options)
                 names = list(results)
                 for name, result in results.items():
-                    print(f"\n== {name} ({result.collected.profile_id})")
+                    print("\n" + "\n".join(wrap(f"== {name} ({result.collected.profile_id})", "   ")))
                     print(format_summary(result))
-                print("\n" + side.format_table(tables["side_by_side"], names))
+                print("\n" + "\n".join(side_by_side_lines(tables["side_by_side"], names)))
                 out = Path(next(iter(results.values())).out).parent
-                print(f"side by side: {(out / 'embeddings.md').resolve()}")
-                print(footer(next(iter(results.values())), started))
+                print(footer(results, started, [("side by side", out / "embeddings.md")]))
                 return 0
             result = harness.sweep(datasets, backends=backends, modes=args.modes, out=args.out, grid=grid,
                                    objective=objective, progress=not args.no_progress, reuse=args.reuse,
                                    folds=args.folds, seed=args.seed, runs=external_runs(args.runs),
-                                   metrics=args.metrics, **options)
+                                   metrics=args.metrics, full_grid=args.full_grid, **options)
             print(format_summary(result))
             print(footer(result, started))
         else:

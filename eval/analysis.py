@@ -24,15 +24,17 @@ from .databases import EvalError
 from .explain import explain_tables
 from .external import external_per_query, external_runs
 from .peers import peers_frame
-from .grid import policy_from_fields
-from .progress import bar
+from .points import PointGrid
+from .grid import NAMED_POLICIES, policy_from_fields
+from .progress import stage
 from .recommend import Objective, choose, choose_joint, sensitivity
 from .splits import DEFAULT_SEED
 from .sweep import Grid, Replay, point_values
 from .tables import abstention_frame, breakdown_frame, check_metrics, per_query_table, stats_frame, summary_frame
 from .transfer import leave_one_out
 
-__all__ = ["SweepResult", "analyse", "build_replays", "cross_backend", "spot_check", "split_groups", "sweep_table"]
+__all__ = ["SweepResult", "analyse", "build_replays", "cross_backend", "grid_points", "spot_check", "split_groups",
+           "sweep_table"]
 
 
 @dataclass
@@ -161,36 +163,61 @@ def build_replays(collected: Collected, modes: Sequence[str] | None = None,
     return out
 
 
+#: Policies replayed at once (``Replay.evaluate``): bounds the replay's [policies, queries] arrays.
+CHUNK = 2048
+
+
+def grid_points(replays: dict[tuple[str, str], Replay], queries: pd.DataFrame, grid: Grid,
+                groups: tuple[np.ndarray, list[tuple[str, str]]] | None = None,
+                stage: Any = None) -> tuple[list[PointGrid], pd.DataFrame]:
+    """The grid replayed on every (backend, mode), as arrays (``points.PointGrid``: every
+    point × group; by default corpus × split), and the time each took. ``stage`` (a
+    ``progress.Stage``) is sized in policies and advanced as each chunk is replayed."""
+    weights, labels = groups if groups is not None else split_groups(queries)
+    grids, times = [], []
+    by_mode = {mode: grid.policies(mode) for mode in dict.fromkeys(m for _, m in replays)}
+    if stage is not None:
+        stage.total = sum(len(by_mode[mode]) for _, mode in replays)
+    for (backend, mode), replay in replays.items():
+        start = time.perf_counter()
+        policies = by_mode[mode]
+        agg = replay.aggregate(policies, grid.limits, weights, chunk=CHUNK,
+                               done=None if stage is None else stage.update)
+        values = {name: agg[name] for name in M.METRIC_NAMES}
+        counts = {f"n_{pop}": agg[f"n_{pop}"] for pop in ("positive", "empty", "all")}
+        grids.append(PointGrid(backend, mode, policies, list(grid.limits), labels, values, counts))
+        times.append(dict(backend=backend, mode=mode, points=len(policies) * len(grid.limits),
+                          seconds=time.perf_counter() - start))
+    return grids, pd.DataFrame(times)
+
+
 def sweep_table(replays: dict[tuple[str, str], Replay], queries: pd.DataFrame, grid: Grid,
                 progress: bool = False, groups: tuple[np.ndarray, list[tuple[str, str]]] | None = None,
                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The aggregated grid (every point × group; by default corpus × split) and the
-    time each (backend, mode) took."""
-    weights, labels = groups if groups is not None else split_groups(queries)
-    frames, times = [], []
-    for (backend, mode), replay in bar(progress, iterable=list(replays.items()), desc="sweep", leave=False):
-        start = time.perf_counter()
-        policies = grid.policies(mode)
-        agg = replay.aggregate(policies, grid.limits, weights)
-        frames.append(_frame(agg, policies, grid.limits, labels, backend, mode))
-        times.append(dict(backend=backend, mode=mode, points=len(policies) * len(grid.limits),
-                          seconds=time.perf_counter() - start))
-    return pd.concat(frames, ignore_index=True), pd.DataFrame(times)
+    """The whole aggregated grid as one table (every point × group; by default corpus ×
+    split) and the time each (backend, mode) took. ``analyse`` keeps only part of it
+    (``points``); this is for a grid small enough to hold whole (the fold sweep)."""
+    grids, times = grid_points(replays, queries, grid, groups)
+    return _table(grids, None), times
 
 
-def _frame(agg, policies, limits, labels, backend, mode) -> pd.DataFrame:
-    P, L, G = len(policies), len(limits), len(labels)
-    params = pd.DataFrame([point_values(p, mode, limit) for p in policies for limit in limits])
-    params = params.loc[params.index.repeat(G)].reset_index(drop=True)
-    df = pd.DataFrame({"backend": backend, "mode": mode,
-                       "corpus": [c for _ in range(P * L) for c, _ in labels],
-                       "split": [s for _ in range(P * L) for _, s in labels]})
-    df = pd.concat([df, params], axis=1)
-    for name in M.METRIC_NAMES:
-        df[name] = agg[name].reshape(-1)
-    for pop in ("positive", "empty", "all"):
-        df[f"n_{pop}"] = np.tile(agg[f"n_{pop}"], P * L).astype(int)
-    return df
+def _table(grids: Sequence[PointGrid], masks: Sequence[np.ndarray] | None) -> pd.DataFrame:
+    frames = [g.rows(None if masks is None else m) for g, m in zip(grids, masks or [None] * len(grids))]
+    return pd.concat(frames, ignore_index=True)
+
+
+def _kept(grids: Sequence[PointGrid], objective: Objective, anchors: Mapping[str, Sequence[AdmissionPolicy]] | None):
+    """Per grid, the mask of the rows a run chooses on (``anchors`` None: the decision
+    slice with every corpus's, and the frontier) or keeps (the pooled decision slice, the
+    frontier, and the ``anchors`` of its mode with their one-threshold neighbours); see ``points``."""
+    masks = []
+    for g in grids:
+        mask = g.decision(objective.limit, objective.split, per_corpus=anchors is None)
+        mask |= g.frontier(objective.metric, objective.constraint)
+        if anchors is not None:
+            mask |= g.around(anchors.get(g.mode, ()))
+        masks.append(mask)
+    return masks
 
 
 def spot_check(collected: Collected, replays: dict[tuple[str, str], Replay]) -> pd.DataFrame:
@@ -279,8 +306,13 @@ def _tied_to(rec, profile_id: str | None):
 
 def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Objective(),
             progress: bool = False, folds: int | str | None = "auto", seed: int = DEFAULT_SEED,
-            runs: Mapping[str, Any] | None = None, metrics: Sequence[str] | None = None) -> SweepResult:
+            runs: Mapping[str, Any] | None = None, metrics: Sequence[str] | None = None,
+            full_grid: bool = False) -> SweepResult:
     """Everything offline: replay the grid, choose, compare. No database is touched.
+
+    ``full_grid``: keep every grid point in ``result.sweep`` (and the run folder's
+    sweep.parquet); by default a run keeps the points the choices, the report and the
+    tuner read (``points``).
 
     ``folds``: "auto" (5-fold cross-validation below 200 queries, else the dev/test
     split), 0 (dev/test) or k ≥ 2. With k folds the recommendation is chosen on every
@@ -304,45 +336,57 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     chooser = replace(objective, split="all") if k else objective
     build_seconds: dict = {}
     replays = build_replays(collected, seconds=build_seconds)
-    table, sweep_times = sweep_table(replays, queries, grid, progress)
-    recs = {mode: choose(table, mode, chooser) for mode in collected.modes}
-    recs["joint"] = choose_joint(table, collected.modes, chooser)
-    recs = {mode: _tied_to(rec, collected.profile_id) for mode, rec in recs.items()}
-    cv_folds, cv_summary, fold = (_crossvalidated(replays, queries, grid, objective, k, seed, collected.modes, progress)
-                                  if k else (pd.DataFrame(), pd.DataFrame(), None))
-    recommendations = _with_heldout(pd.DataFrame([r.as_dict() for r in recs.values()]), cv_summary, objective, k)
-    default = collected.default_policy
-    per_query = per_query_table(replays, queries, recs, objective.limit, default=default)
-    transfer = leave_one_out(table, replays, queries, objective, seed=seed, default=default)
-    peers = peers_frame(replays, queries, collected.max_limit, objective.limit,
-                        named={m: {"default": default, "recommended": recs[m].policy} for m in collected.modes})
-    qrels = collected.qrels
-    explained, explained_policies = explain_tables(
-        collected.candidates, queries, qrels, {m: {"default": default, "recommended": recs[m].policy}
-                                               for m in collected.modes}, objective.limit)
-    cross, notes = cross_backend(collected, per_query)  # our policies only: an external run is the same on both
-    external = external_runs(runs, collected.corpora)
-    if external:
-        blocks = list(dict.fromkeys(zip(per_query["backend"], per_query["mode"])))
-        per_query = pd.concat([per_query, external_per_query(external, queries, qrels, objective.limit, blocks)],
-                              ignore_index=True)
-    spot = spot_check(collected, replays)
-    if len(spot):
-        by = spot.groupby(["backend", "mode"])["equal"].agg(["sum", "size"])
-        notes.insert(0, "online spot check (svc.search vs the replay, initial and no-admission at limit 8): " + "; ".join(
-            f"{b}/{m} {int(s)}/{int(n)} identical" for (b, m), (s, n) in by.iterrows()))
-        cross["spot_check"] = spot
-    retrieval = collected.retrieval_seconds().rename(columns={"seconds": "retrieval_seconds"})
-    timings = sweep_times.rename(columns={"seconds": "sweep_seconds"}).merge(retrieval, on=["backend", "mode"])
-    timings["build_seconds"] = [build_seconds[(b, m)] for b, m in zip(timings["backend"], timings["mode"])]
-    timings["ratio"] = (timings["sweep_seconds"] + timings["build_seconds"]) / timings["retrieval_seconds"]
-    return SweepResult(
-        collected=collected, grid=grid, objective=chooser, sweep=table, recommendations=recommendations,
-        per_query=per_query, summary=summary_frame(per_query, qrels), breakdown=breakdown_frame(per_query),
-        stats=stats_frame(per_query, qrels, metrics=check_metrics(metrics)),
-        abstention=abstention_frame(replays, queries, collected.candidates),
-        cross=cross, notes=notes, timings=timings, replays=replays,
-        sensitivity=sensitivity(table, collected.modes, chooser), folds=k, crossval=cv_folds,
-        crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed, transfer=transfer, peers=peers,
-        explain=explained, explain_policies=explained_policies,
-    )
+    with stage("sweep", None, progress) as sweep_stage:
+        grids, sweep_times = grid_points(replays, queries, grid, stage=sweep_stage)
+    with stage("analyse", 1, progress) as analysing:  # choices, tables, leave-one-out, comparisons
+        # every choice reads the decision slice, which the kept rows hold whole: the same
+        # choice as on the full grid (see ``points``)
+        table = _table(grids, None if full_grid else _kept(grids, chooser, None))
+        recs = {mode: choose(table, mode, chooser) for mode in collected.modes}
+        recs["joint"] = choose_joint(table, collected.modes, chooser)
+        recs = {mode: _tied_to(rec, collected.profile_id) for mode, rec in recs.items()}
+        kept = table
+        if not full_grid:  # … and keeps the named points with their neighbours, for the tuner and a reader
+            named = [*NAMED_POLICIES.values(), collected.default_policy, recs["joint"].policy]
+            anchors = {mode: [*named, *([recs[mode].policy] if mode in recs else [])] for mode in collected.modes}
+            kept = _table(grids, _kept(grids, chooser, anchors))
+        del grids  # the arrays: the largest thing a run holds
+        cv_folds, cv_summary, fold = (_crossvalidated(replays, queries, grid, objective, k, seed, collected.modes, progress)
+                                      if k else (pd.DataFrame(), pd.DataFrame(), None))
+        recommendations = _with_heldout(pd.DataFrame([r.as_dict() for r in recs.values()]), cv_summary, objective, k)
+        default = collected.default_policy
+        per_query = per_query_table(replays, queries, recs, objective.limit, default=default)
+        transfer = leave_one_out(table, replays, queries, objective, seed=seed, default=default)
+        peers = peers_frame(replays, queries, collected.max_limit, objective.limit,
+                            named={m: {"default": default, "recommended": recs[m].policy} for m in collected.modes})
+        qrels = collected.qrels
+        explained, explained_policies = explain_tables(
+            collected.candidates, queries, qrels, {m: {"default": default, "recommended": recs[m].policy}
+                                                   for m in collected.modes}, objective.limit)
+        cross, notes = cross_backend(collected, per_query)  # our policies only: an external run is the same on both
+        external = external_runs(runs, collected.corpora)
+        if external:
+            blocks = list(dict.fromkeys(zip(per_query["backend"], per_query["mode"])))
+            per_query = pd.concat([per_query, external_per_query(external, queries, qrels, objective.limit, blocks)],
+                                  ignore_index=True)
+        spot = spot_check(collected, replays)
+        if len(spot):
+            by = spot.groupby(["backend", "mode"])["equal"].agg(["sum", "size"])
+            notes.insert(0, "online spot check (svc.search vs the replay, initial and no-admission at limit 8): " + "; ".join(
+                f"{b}/{m} {int(s)}/{int(n)} identical" for (b, m), (s, n) in by.iterrows()))
+            cross["spot_check"] = spot
+        retrieval = collected.retrieval_seconds().rename(columns={"seconds": "retrieval_seconds"})
+        timings = sweep_times.rename(columns={"seconds": "sweep_seconds"}).merge(retrieval, on=["backend", "mode"])
+        timings["build_seconds"] = [build_seconds[(b, m)] for b, m in zip(timings["backend"], timings["mode"])]
+        timings["ratio"] = (timings["sweep_seconds"] + timings["build_seconds"]) / timings["retrieval_seconds"]
+        analysing.update(1)
+        return SweepResult(
+            collected=collected, grid=grid, objective=chooser, sweep=kept, recommendations=recommendations,
+            per_query=per_query, summary=summary_frame(per_query, qrels), breakdown=breakdown_frame(per_query),
+            stats=stats_frame(per_query, qrels, metrics=check_metrics(metrics)),
+            abstention=abstention_frame(replays, queries, collected.candidates),
+            cross=cross, notes=notes, timings=timings, replays=replays,
+            sensitivity=sensitivity(table, collected.modes, chooser), folds=k, crossval=cv_folds,
+            crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed, transfer=transfer, peers=peers,
+            explain=explained, explain_policies=explained_policies,
+        )

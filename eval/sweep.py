@@ -45,7 +45,7 @@ All limits with the same pool share one ranking; a smaller limit is a prefix.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -370,18 +370,27 @@ class Replay:
     # ------------------------------------------------------------------ evaluation
 
     def evaluate(self, policies: Sequence[AdmissionPolicy], limits: Sequence[int],
-                 weights: Mapping[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+                 weights: Mapping[str, np.ndarray] | None = None, chunk: int | None = None,
+                 done: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
         """Every metric for every (policy, limit, query).
 
         Without ``weights``: {metric: array [P, L, Q]} of per-query values. With
         ``weights`` {population: 0/1 matrix [Q, G]}: {metric: [P, L, G]} sums over the
-        queries of each group that belong to the metric's population."""
+        queries of each group that belong to the metric's population.
+
+        ``chunk``: replay at most this many policies at once. The arrays of one pass are
+        [policies, queries]; a whole hybrid grid (~28k policies × 1,173 queries) in one
+        pass held ~1.5 GB of them at once. ``done(n)`` is called after each pass with
+        the number of policies it finished (a progress line)."""
         policies, limits = list(policies), list(limits)
         P, L, Q = len(policies), len(limits), len(self.query_ids)
         out_w = Q if weights is None else next(iter(weights.values())).shape[1]
         out = {m: np.zeros((P, L, out_w), dtype=np.float64) for m in M.METRIC_NAMES}
         cache: dict = {}
-        for (k, _, _), members in self._groups(policies).items():
+        step = chunk or max(P, 1)
+        blocks = [(k, members[i:i + step]) for (k, _, _), members in self._groups(policies).items()
+                  for i in range(0, len(members), step)]
+        for k, members in blocks:
             group = [policies[i] for i in members]
             by_pool: dict[int, list[int]] = {}
             for j, limit in enumerate(limits):
@@ -401,6 +410,8 @@ class Replay:
                         if weights is not None:
                             per_query = per_query @ weights[M.BY_NAME[name].population]
                         out[name][members, j] = per_query
+            if done is not None:
+                done(len(members))
         return out
 
     def populations(self) -> dict[str, np.ndarray]:
@@ -408,14 +419,15 @@ class Replay:
         positive = (self.n_rel > 0).astype(np.float64)
         return {"positive": positive, "empty": 1.0 - positive, "all": np.ones_like(positive)}
 
-    def aggregate(self, policies: Sequence[AdmissionPolicy], limits: Sequence[int], groups: np.ndarray) -> dict[str, np.ndarray]:
+    def aggregate(self, policies: Sequence[AdmissionPolicy], limits: Sequence[int], groups: np.ndarray,
+                  chunk: int | None = None, done: Callable[[int], None] | None = None) -> dict[str, np.ndarray]:
         """Group means {metric: [P, L, G]} (NaN where a group has no query of the
         metric's population) and {"n_<population>": [G]} query counts; ``groups`` is
         a 0/1 membership matrix [Q, G]."""
         pops = self.populations()
         weights = {name: groups * mask[:, None] for name, mask in pops.items()}
         counts = {name: w.sum(0) for name, w in weights.items()}
-        sums = self.evaluate(policies, limits, weights)
+        sums = self.evaluate(policies, limits, weights, chunk, done)
         with np.errstate(invalid="ignore", divide="ignore"):
             means = {m.name: sums[m.name] / counts[m.population][None, None, :] for m in M.METRICS}
         return means | {f"n_{name}": c for name, c in counts.items()}

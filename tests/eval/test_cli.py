@@ -29,7 +29,7 @@ def tiny(tmp_path):
 def test_sweep_cli_writes_the_run_folder_and_prints_the_summary(tiny, tmp_path, capsys):
     out = tmp_path / "run"
     code = main(["sweep", "--dataset", str(tiny), "--backends", "sqlite", "--modes", "fts", "--out", str(out),
-                 "--no-progress", *SMALL])
+                 "--no-progress", "--full-grid", *SMALL])  # every grid point, counted below
     printed = capsys.readouterr().out
     assert code == 0
     assert "recommended fts" in printed and "no-admission" in printed and "ratio" in printed
@@ -52,7 +52,7 @@ def test_sweep_cli_writes_the_run_folder_and_prints_the_summary(tiny, tmp_path, 
         assert f"<code>{metric}</code>" in report  # every metric is defined in the report
     # reuse: the cached candidates replay without any database, to the same figures
     assert main(["sweep", "--dataset", str(tiny), "--backends", "sqlite", "--modes", "fts", "--out", str(out),
-                 "--no-progress", "--reuse", *SMALL]) == 0
+                 "--no-progress", "--full-grid", "--reuse", *SMALL]) == 0
     assert "stages (s): validate" in capsys.readouterr().out
     again = pd.read_parquet(out / "sweep.parquet")
     pd.testing.assert_frame_equal(again, sweep)

@@ -34,7 +34,8 @@ def two(tmp_path_factory):
     a = write_corpus(root / "datasets" / "tiny")
     b = write_corpus(root / "datasets" / "twin", *renamed("twn"))
     result = harness.sweep([a, b], backends=("sqlite",), modes=("fts", "hybrid"), grid=GRID, out=root / "run",
-                           embedding=HashEmbedding(), embedding_cache=root / "emb", progress=False, write=True)
+                           embedding=HashEmbedding(), embedding_cache=root / "emb", progress=False, write=True,
+                           full_grid=True)  # the tests below re-choose from every per-corpus point
     return result, root
 
 
