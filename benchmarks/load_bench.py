@@ -54,10 +54,11 @@ class GivenVectors:
         table = rng.standard_normal((len(texts), MINILM_PROFILE.dimension))
         table /= np.linalg.norm(table, axis=1, keepdims=True)
         self.table = table.astype(np.float32)
-        self.rows = {t: i for i, t in enumerate(texts)}
+        # the tuples a model would hand over, made beforehand: not part of a load's time
+        self.vectors = dict(zip(texts, map(tuple, self.table.tolist())))
 
     async def embed(self, texts):
-        return EmbeddingResult(tuple(map(tuple, self.table[[self.rows[t] for t in texts]].tolist())))
+        return EmbeddingResult(tuple(map(self.vectors.__getitem__, texts)))
 
 
 def load_average() -> float:
