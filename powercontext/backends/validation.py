@@ -186,6 +186,8 @@ class CommitValidation:
         profile = profile or self.embedding_profile
         if vectors and profile is None:
             raise CapabilityNotSupportedError("this database has no vector projection; vectors cannot be written")
+        if not vectors:
+            return
         hasher = _embedding_hasher(profile)
         for version_id, (embedding_hash, _) in vectors.items():
             item = active.get(version_id)
