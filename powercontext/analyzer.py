@@ -156,8 +156,9 @@ _ASCII_WORD = re.compile(r"[a-z0-9_]+")
 
 def tokens(text: str) -> list[str]:
     """Every analyzer token of ``text`` in order of appearance (duplicates kept)."""
-    if text.isascii():
-        return [token for word in _ASCII_WORD.findall(text.lower()) for token in _split_word(word)
+    if text.isascii():  # a word without "_" is its own one token: no call for it
+        return [token for word in _ASCII_WORD.findall(text.lower())
+                for token in ((word,) if "_" not in word else _split_word(word))
                 if token not in STOPWORDS and len(token) <= MAX_TOKEN_CHARS]
     return _unicode_tokens(text)
 
