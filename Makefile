@@ -3,6 +3,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+PEERS_STAMP := $(VENV)/.peers-installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
@@ -77,13 +78,25 @@ scale: $(STAMP)
 # (benchmarks/perf_bench.py; BENCH_SIZES=1000,10000,100000 for the large run), then the
 # hybrid search at 1k split into its parts (benchmarks/search_parts_bench.py), then the
 # sweep-vs-retrieval cost (benchmarks/sweep_bench.py), then what the opt-in search log
-# costs a search at 1k and 10k entries (benchmarks/search_log_bench.py, issue 44). Prints
+# costs a search at 1k and 10k entries (benchmarks/search_log_bench.py, issue 44), then one
+# remember() of 10k and 50k entries with vectors given on both databases
+# (benchmarks/load_bench.py, issue 48), then this project beside sqlite-vec + FTS5, LanceDB,
+# Qdrant local and Chroma at 10k and 50k, seeded and MiniLM vectors, one process per system
+# (benchmarks/peers_bench.py, issue 48; PEERS_SIZES=10000 for a shorter run). Prints
 # figures, asserts nothing; the latest table is kept in reports/performance.md.
-bench: $(STAMP)
+bench: $(STAMP) $(PEERS_STAMP)
 	$(PY) benchmarks/perf_bench.py --profile --explain
 	$(PY) benchmarks/search_parts_bench.py
 	$(PY) benchmarks/sweep_bench.py
 	$(PY) benchmarks/search_log_bench.py
+	$(PY) benchmarks/load_bench.py
+	$(PY) benchmarks/peers_bench.py
+
+# The stores benchmarks/peers_bench.py compares with (issue 48): the `peers` extra, installed
+# by `make bench` itself (its own stamp), never by `make test` (not part of `all`).
+$(PEERS_STAMP): $(STAMP) pyproject.toml
+	$(PY) -m pip install -q -e '.[peers]'
+	touch $(PEERS_STAMP)
 
 # The researcher's loop (issue 44): what the judging order saves (benchmarks/judging_order.py,
 # ~4 min) and the whole loop timed step by step, each step a new process as from a shell

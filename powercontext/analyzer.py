@@ -78,22 +78,67 @@ _CJK_TOKEN = re.compile(r"u_([0-9a-f]{4,5})|b_([0-9a-f]{4,5})_([0-9a-f]{4,5})")
 
 def _split_word(word: str) -> list[str]:
     """Underscores separate words unless the word is itself a CJK analyzer token."""
+    if "_" not in word:  # nearly every word: no token pattern to try
+        return [word]
     match = _CJK_TOKEN.fullmatch(word)
     if match and all(is_cjk(chr(int(g, 16))) for g in match.groups() if g):
         return [word]
     return [part for part in word.split("_") if part]
 
 
+class _CharClasses(dict):
+    """Code point -> one-letter class, filled on first sight (``str.translate`` asks a
+    mapping for each character; a dict subclass's ``__missing__`` answers). One C-level
+    pass over a text then replaces a Python call per character: the per-character loops
+    were two thirds of a 50k-entry first load's time (issue 48)."""
+
+    def __init__(self, classify: Callable[[str], str]) -> None:
+        super().__init__()
+        self._classify = classify
+
+    def __missing__(self, code_point: int) -> str:
+        letter = self[code_point] = self._classify(chr(code_point))
+        return letter
+
+
+def _fold_class(ch: str) -> str:
+    # "n": a nonspacing mark; "L": a Latin base (what folding removes marks after); "o": else
+    if unicodedata.category(ch) == "Mn":
+        return "n"
+    return "L" if ord(ch) < 0x0250 or 0x1E00 <= ord(ch) <= 0x1EFF else "o"
+
+
+def _token_class(ch: str) -> str:
+    # "c": CJK ideograph; "m": a mark (a token character, but not a word's first);
+    # "w": any other token character; "s": a separator
+    if is_cjk(ch):
+        return "c"
+    if unicodedata.category(ch)[0] == "M":
+        return "m"
+    return "w" if _is_token_char(ch) else "s"
+
+
+_FOLD_CLASSES = _CharClasses(_fold_class)
+_TOKEN_CLASSES = _CharClasses(_token_class)
+# Marks directly after a Latin base (or after marks removed so): what folding drops.
+_FOLDED_MARKS = re.compile(r"(?<=L)n+")
+# A word: token characters between separators and CJK runs, its leading marks dropped;
+# or a run of CJK ideographs.
+_WORD_OR_CJK = re.compile(r"m*(w[wm]*)|(c+)")
+
+
 def _fold_latin_diacritics(text: str) -> str:
+    """NFD, then drop the nonspacing marks that follow a Latin base, then NFC."""
     decomposed = unicodedata.normalize("NFD", text)
-    out: list[str] = []
-    base_is_latin = False
-    for ch in decomposed:
-        if unicodedata.category(ch) == "Mn" and base_is_latin:
-            continue
-        base_is_latin = ord(ch) < 0x0250 or 0x1E00 <= ord(ch) <= 0x1EFF
-        out.append(ch)
-    return unicodedata.normalize("NFC", "".join(out))
+    classes = decomposed.translate(_FOLD_CLASSES)
+    if "n" in classes:
+        kept, at = [], 0
+        for match in _FOLDED_MARKS.finditer(classes):
+            kept.append(decomposed[at:match.start()])
+            at = match.end()
+        kept.append(decomposed[at:])
+        decomposed = "".join(kept)
+    return unicodedata.normalize("NFC", decomposed)
 
 
 def _cjk_tokens(run: str) -> list[str]:
@@ -111,8 +156,9 @@ _ASCII_WORD = re.compile(r"[a-z0-9_]+")
 
 def tokens(text: str) -> list[str]:
     """Every analyzer token of ``text`` in order of appearance (duplicates kept)."""
-    if text.isascii():
-        return [token for word in _ASCII_WORD.findall(text.lower()) for token in _split_word(word)
+    if text.isascii():  # a word without "_" is its own one token: no call for it
+        return [token for word in _ASCII_WORD.findall(text.lower())
+                for token in ((word,) if "_" not in word else _split_word(word))
                 if token not in STOPWORDS and len(token) <= MAX_TOKEN_CHARS]
     return _unicode_tokens(text)
 
@@ -120,38 +166,17 @@ def tokens(text: str) -> list[str]:
 def _unicode_tokens(text: str) -> list[str]:
     text = _fold_latin_diacritics(unicodedata.normalize("NFC", text).casefold())
     out: list[str] = []
-    word: list[str] = []
-    cjk: list[str] = []
-
-    def flush_word() -> None:
-        # A combining mark with no base in its word (it followed a separator) is dropped:
-        # in stored text it would follow a space, whose Latin-base folding removes it, so
-        # keeping it here would make a second analysis differ from the first.
-        while word and unicodedata.category(word[0])[0] == "M":
-            word.pop(0)
-        if word:
-            for token in _split_word("".join(word)):
+    for match in _WORD_OR_CJK.finditer(text.translate(_TOKEN_CLASSES)):
+        start, end = match.span(1)
+        if start >= 0:
+            # A combining mark with no base in its word (it followed a separator) is
+            # dropped: in stored text it would follow a space, whose Latin-base folding
+            # removes it, so keeping it here would make a second analysis differ.
+            for token in _split_word(text[start:end]):
                 if token not in STOPWORDS and len(token) <= MAX_TOKEN_CHARS:
                     out.append(token)
-            word.clear()
-
-    def flush_cjk() -> None:
-        if cjk:
-            out.extend(_cjk_tokens("".join(cjk)))
-            cjk.clear()
-
-    for ch in text:
-        if is_cjk(ch):
-            flush_word()
-            cjk.append(ch)
-        elif _is_token_char(ch):
-            flush_cjk()
-            word.append(ch)
         else:
-            flush_word()
-            flush_cjk()
-    flush_word()
-    flush_cjk()
+            out.extend(_cjk_tokens(text[match.start(2):match.end(2)]))
     return out
 
 
@@ -192,6 +217,14 @@ def _english_stemmer() -> Callable[[str], str]:
     return stemmer.stemWord
 
 
+@lru_cache(maxsize=1 << 16)
+def _stemmed(token: str) -> str:
+    """A v1 token as v2 keeps it: Latin words stemmed, anything else as it is. Cached:
+    a load's texts repeat their words, and the test and the stem were a Python call
+    each per token."""
+    return _english_stemmer()(token) if _is_latin_word(token) else token
+
+
 @dataclass(frozen=True)
 class Analyzer:
     """One analyzer version: what a database's ``searchable_text`` and every query's
@@ -213,8 +246,7 @@ class Analyzer:
         out = tokens(text)
         if self.version == "v1":
             return out
-        stem = _english_stemmer()
-        stems = (stem(t) if _is_latin_word(t) else t for t in out)
+        stems = map(_stemmed, out)
         # A stem can land on OceanBase's unindexable stop list ("being" → "be"): drop it
         # here too, so both databases still count identical terms.
         return [t for t in stems if t not in STOPWORDS]

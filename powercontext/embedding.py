@@ -29,13 +29,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Literal, Protocol, Sequence, runtime_checkable
 
+import numpy as np
+
 from .bundled import MINILM_PROFILE
 from .errors import EmbeddingNotInstalledError, EmbeddingUnavailableError, InvalidEmbeddingError, InvalidMemoryRequestError
 from .model import EmbeddingProfile
 
 __all__ = [
     "MINILM_PROFILE", "ROLES", "EmbeddingModel", "EmbeddingResult", "EmbeddingVector", "Role",
-    "SentenceTransformerEmbedding", "check_role", "check_vector", "embed_checked", "minilm_path",
+    "SentenceTransformerEmbedding", "check_role", "check_vector", "check_vectors", "checked_array", "embed_checked", "minilm_path",
 ]
 
 EmbeddingVector = tuple[float, ...]
@@ -110,22 +112,64 @@ def check_vector(values: Sequence[float], profile: EmbeddingProfile) -> Embeddin
     return vector
 
 
+# A norm this close to the tolerance is left to check_vector's own arithmetic (math.hypot):
+# numpy's sum of squares may round it to the other side.
+_NORM_MARGIN = 1e-9
+
+
+def checked_array(vectors: Sequence[Sequence[float]], profile: EmbeddingProfile) -> np.ndarray:
+    """``check_vector``'s rules over a whole batch at once (numpy) when it is a
+    rectangle of numbers; the values as an (n, d) float64 array, each what ``float()``
+    makes of its component. A 50k-entry load checked each vector with 384 Python-level
+    steps, twice, and carried 19M Python floats (issue 48). Whatever the batch check
+    cannot settle alone — not numbers, ragged, a vector that fails, a norm within
+    rounding of the tolerance — goes through check_vector, with its messages."""
+    if len(vectors) == 0:
+        return np.zeros((0, profile.dimension))
+    try:
+        array = np.asarray(vectors)
+    except (ValueError, TypeError):  # ragged, or values numpy will not take
+        array = None
+    if array is None or array.dtype.kind not in "fiu" or array.ndim != 2 or array.shape[1] != profile.dimension:
+        return np.array([check_vector(v, profile) for v in vectors], dtype=np.float64)
+    values = array.astype(np.float64, copy=False)
+    failing = ~np.isfinite(values).all(axis=1)
+    unsure = np.zeros(len(values), dtype=bool)
+    if profile.normalization == "unit":
+        with np.errstate(invalid="ignore", over="ignore"):
+            off = np.abs(np.sqrt(np.einsum("ij,ij->i", values, values)) - 1.0)
+        failing |= off > UNIT_NORM_TOLERANCE + _NORM_MARGIN
+        unsure = ~failing & (np.abs(off - UNIT_NORM_TOLERANCE) <= _NORM_MARGIN)
+    if failing.any():  # the first failing vector raises, worded by check_vector
+        return np.array([check_vector(v, profile) for v in vectors], dtype=np.float64)
+    for i in np.flatnonzero(unsure):
+        check_vector(vectors[i], profile)
+    return values
+
+
+def check_vectors(vectors: Sequence[Sequence[float]], profile: EmbeddingProfile) -> tuple[EmbeddingVector, ...]:
+    """``tuple(check_vector(v, profile) for v in vectors)``, checked as ``checked_array``."""
+    return tuple(map(tuple, checked_array(vectors, profile).tolist()))
+
+
 async def embed_checked(model: EmbeddingModel, texts: Sequence[str], profile: EmbeddingProfile,
-                        role: Role = "document") -> tuple[EmbeddingVector, ...]:
+                        role: Role = "document", as_array: bool = False) -> Any:
     """Embed ``texts`` in ``role`` (``"document"``: entry texts, ``"query"``: a search
-    question) with ``model`` and validate every vector against ``profile``."""
+    question) with ``model`` and validate every vector against ``profile``: a tuple of
+    tuples of floats, or with ``as_array`` the (n, d) float64 array of the same values
+    (what a commit carries: a large batch as Python floats cost more than its SQL)."""
     check_role(role)
     if model.profile != profile:
         raise InvalidEmbeddingError(
             f"embedding model profile {model.profile.profile_id!r} does not match the database's {profile.profile_id!r}"
         )
     if not texts:
-        return ()
+        return np.zeros((0, profile.dimension)) if as_array else ()
     result = await (model.embed(tuple(texts), role=role) if takes_role(model) else model.embed(tuple(texts)))
     vectors = result.vectors if isinstance(result, EmbeddingResult) else tuple(result)
     if len(vectors) != len(texts):
         raise InvalidEmbeddingError(f"asked for {len(texts)} vectors, got {len(vectors)}")
-    return tuple(check_vector(v, profile) for v in vectors)
+    return checked_array(vectors, profile) if as_array else check_vectors(vectors, profile)
 
 
 def minilm_path() -> str:

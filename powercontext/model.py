@@ -110,6 +110,8 @@ def sorted_refs(refs) -> tuple:
     """Deduplicate and sort references by their canonical key: (name, content_hash)
     for Sources, (artifact_id, revision) for Artifacts. Python compares strings by code
     point, which is the same order as their UTF-8 bytes."""
+    if refs == ():  # most entries cite nothing, and a commit asks ~10 times per entry
+        return ()
     return tuple(sorted(set(refs)))
 
 

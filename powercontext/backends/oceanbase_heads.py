@@ -4,10 +4,10 @@ OceanBaseMemoryBackend."""
 
 from __future__ import annotations
 
-import struct
 from typing import Any, Sequence
 
 from .portable import marks
+from .vector_values import float32_bytes
 
 
 def _marks(n: int) -> str:
@@ -17,7 +17,7 @@ def _marks(n: int) -> str:
 def vector_literal(values: Sequence[float]) -> bytes:
     """Little-endian float32 bytes: OceanBase accepts them for VECTOR columns and they
     are ~5× smaller than the JSON text form."""
-    return struct.pack(f"<{len(values)}f", *values)
+    return float32_bytes(values)
 
 
 class HeadRows:

@@ -138,7 +138,7 @@ def _create_private(path: str) -> None:
 
 
 def _float32(values: Sequence[float]) -> bytes:
-    return struct.pack(f"<{len(values)}f", *values)
+    return vector_values.float32_bytes(values)
 
 
 # A Memory's head rows, each with its vector metadata if that row is for the same

@@ -12,7 +12,7 @@ import operator
 from typing import Any, Callable, Mapping
 
 from .. import canonical
-from ..embedding import check_vector
+from ..embedding import checked_array
 from ..errors import (
     CapabilityNotSupportedError,
     InvalidEmbeddingError,
@@ -186,15 +186,19 @@ class CommitValidation:
         profile = profile or self.embedding_profile
         if vectors and profile is None:
             raise CapabilityNotSupportedError("this database has no vector projection; vectors cannot be written")
-        for version_id, (embedding_hash, values) in vectors.items():
+        if not vectors:
+            return
+        hasher = _embedding_hasher(profile)
+        for version_id, (embedding_hash, _) in vectors.items():
             item = active.get(version_id)
             if item is None:
                 raise InvalidMemoryRequestError(f"vector for {version_id!r}, which is not an active head version")
-            if embedding_hash != self.expected_embedding_hash(item.entry_content_hash, profile):
+            if embedding_hash != hasher(item.entry_content_hash):
                 raise InvalidEmbeddingError(
                     f"vector for {version_id!r} was computed for another profile or other content"
                 )
-            check_vector(values, profile)
+        # the values of every vector at once (numpy): per vector, 384 Python-level steps
+        checked_array([values for _, values in vectors.values()], profile)
 
     def expected_embedding_hash(self, entry_hash: str, profile: EmbeddingProfile | None = None) -> str:
         return _embedding_hasher(profile or self.embedding_profile)(entry_hash)

@@ -16,6 +16,7 @@ rounding is too close to call in binary (a product within 1e-6 of a half) go thr
 
 from __future__ import annotations
 
+import struct
 from typing import Sequence
 
 import numpy as np
@@ -25,6 +26,15 @@ _HALF_MARGIN = 1e-6  # |product − ½| below this: decided by "%g" (products < 
 _SMALLEST = 1e-15  # below it 10**k is no longer an exact double: decided by "%g"
 _POWERS = 10.0 ** np.arange(23)  # exact doubles
 _LOW, _HIGH = 10.0 ** (SIGNIFICANT - 1), 10.0 ** SIGNIFICANT
+
+
+def float32_bytes(values: Sequence[float]) -> bytes:
+    """Little-endian float32 bytes of one vector (what both databases store): a numpy
+    row converted at once (a commit's vectors are rows of one array), anything else
+    packed by ``struct`` — the same bytes either way (both round to nearest)."""
+    if isinstance(values, np.ndarray):
+        return values.astype("<f4").tobytes()
+    return struct.pack(f"<{len(values)}f", *values)
 
 
 def as_float32(vectors: Sequence[Sequence[float]]) -> np.ndarray:

@@ -56,8 +56,10 @@ async def for_commit(svc: Any, items: dict, versions: Any, base: Any) -> dict:
         loaded = await backend.load_versions(base.ref, reactivated)
         texts.update({v.entry_version_id: v.text for v in loaded.values()})
     try:
+        # an array: the commit's checks and writes take its rows without 384 Python
+        # floats a vector (issue 48)
         vectors = await embed_checked(svc.embedding, [texts[i.entry_version_id] for i in entering],
-                                      backend.embedding_profile, role="document")
+                                      backend.embedding_profile, role="document", as_array=True)
     except EmbeddingUnavailableError as exc:
         log.warning("embedding model unavailable; committing full-text only (%s)", exc)
         return {}
