@@ -85,18 +85,20 @@ def cosine_positions(ax, values: pd.Series) -> pd.Series:
     return values.where(values > -1, x_none)
 
 
-def threshold_family(result: Any) -> str | None:
+def threshold_family(result: Any, mode: str | None = None) -> str | None:
     """The family the threshold plots draw: the one the run's library default uses
     (centred cosine for MiniLM, the raw cosine for E5), or — when the run did not
-    sweep it — the family of the run's joint recommendation; None for a sweep of
-    the RFC's floors only before families existed."""
+    sweep it (in ``mode``, when given: a grid names a mode's family by what that mode
+    reads, so a family can be swept in one mode and not another) — the family of the
+    run's recommendation; None for a sweep of the RFC's floors only before families existed."""
     from .grid import family_of
 
     sweep = result.sweep
     if "family" not in sweep.columns:
         return None
-    swept = set(sweep["family"])
-    for policy in (result.collected.default_policy, result.recommended("joint")):
+    swept = set((_dev(result, mode) if mode is not None else sweep)["family"]) or set(sweep["family"])
+    recommended = [result.recommended(mode)] if mode is not None and mode in set(result.recommendations["mode"]) else []
+    for policy in (result.collected.default_policy, *recommended, result.recommended("joint")):
         family = family_of(policy)
         if family in swept:
             return family
@@ -122,7 +124,7 @@ def threshold_curve(result: Any, mode: str) -> tuple[pd.DataFrame, str | None, s
 
     o = result.objective
     d = _dev(result, mode)
-    family = threshold_family(result)
+    family = threshold_family(result, mode)
     if family is not None:
         d = d[d["family"] == family]
     x = threshold_axis(result, mode, family)
