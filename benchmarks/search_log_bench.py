@@ -72,7 +72,7 @@ async def append_ms(logged, rev, queries) -> float:
             text = record_json(question=q, memories=retrieval.memories, requested_mode="hybrid", mode=used,
                                fallback_reason=None, embedding_profile=logged.backend.embedding_profile.profile_id,
                                policy=logged.policy, limit=8, channels=retrieval.channels, hits=result.hits)
-            return time.time_ns() // 1000, text
+            return [(time.time_ns() // 1000, text)]
 
         await logged._search_log.drain()
         runs.append(pb.on_worker(logged.backend, lambda: _timed(table._append_sync, make, None)))
