@@ -52,11 +52,12 @@ class SearchLogTable:
 
     # ------------------------------------------------------------------ async API
 
-    async def append(self, make_record: Callable[[], tuple[int, str]], cap: int | None) -> None:
-        """Insert the row ``make_record()`` returns ((logged_at_us, json)), built on the
-        worker thread so the caller's event loop does not pay for it; then, when ``cap``
-        is given, drop the oldest rows beyond it."""
-        await self._backend._run(self._append_sync, make_record, cap)
+    async def append(self, make_rows: Callable[[], list[tuple[int, str]]], cap: int | None) -> None:
+        """Insert the rows ``make_rows()`` returns ((logged_at_us, json) each), built on
+        the worker thread so the caller's event loop does not pay for them, as one
+        multi-row insert; then, when ``cap`` is given, drop the oldest rows beyond it —
+        in the same transaction, so a kill leaves either both or neither."""
+        await self._backend._run(self._append_sync, make_rows, cap)
 
     async def read(self, since_us: int | None, limit: int) -> list[tuple[int, str]]:
         """(id, json) of the newest ``limit`` rows logged at or after ``since_us``,
@@ -101,27 +102,26 @@ class SearchLogTable:
         finally:
             con.execute("PRAGMA synchronous=FULL")
 
-    def _append_sync(self, make_record: Callable[[], tuple[int, str]], cap: int | None) -> None:
+    def _append_sync(self, make_rows: Callable[[], list[tuple[int, str]]], cap: int | None) -> None:
         self._ensure()
-        logged_at_us, record = make_record()
+        rows = make_rows()
         with self._log_transaction() as tx:
-            self._backend._count(tx, f"INSERT INTO {TABLE} (logged_at_us, record) VALUES (?, ?)",
-                                 (logged_at_us, record))
-        if cap is not None:
-            self._trim_sync(cap)
+            # one statement for the batch: on OceanBase each statement is a round trip
+            self._backend._insert_many(tx, f"INSERT INTO {TABLE} (logged_at_us, record) VALUES (?, ?)", rows)
+            if cap is not None:
+                self._trim(tx, cap)
 
-    def _trim_sync(self, cap: int) -> None:
+    def _trim(self, tx: Any, cap: int) -> None:
         # Two statements, not DELETE … (SELECT … FROM the same table): MySQL mode refuses
         # a subquery on the table being deleted from. The boundary is the newest row
         # beyond the cap, so the cap holds whatever gaps the ids have.
-        with self._log_transaction() as tx:
-            rows = self._backend._rows(tx, f"SELECT logged_at_us, id FROM {TABLE} {_NEWEST_FIRST} "
-                                           f"LIMIT 1 OFFSET {int(cap)}")
-            if rows:
-                at, row_id = (int(v) for v in rows[0])
-                self._backend._count(
-                    tx, f"DELETE FROM {TABLE} WHERE logged_at_us < ? OR (logged_at_us = ? AND id <= ?)",
-                    (at, at, row_id))
+        rows = self._backend._rows(tx, f"SELECT logged_at_us, id FROM {TABLE} {_NEWEST_FIRST} "
+                                       f"LIMIT 1 OFFSET {int(cap)}")
+        if rows:
+            at, row_id = (int(v) for v in rows[0])
+            self._backend._count(
+                tx, f"DELETE FROM {TABLE} WHERE logged_at_us < ? OR (logged_at_us = ? AND id <= ?)",
+                (at, at, row_id))
 
     def _exists(self, tx: Any) -> bool:
         return self._ready or bool(self._backend._rows(tx, _EXISTS[self._backend.name], (TABLE,)))

@@ -14,11 +14,22 @@ and the fused hits; the reasons are ``admission.explain``'s, the same words
 a table of its own (``backends/search_log_table.py``), never in the Memory tables: it
 changes no hash, no Revision and no ``verify``.
 
-Best effort: the append runs in the background on the backend's worker thread after
-the search has returned, so logging never fails a search and costs it little (``make
-bench`` measures it). A failed append is counted (``SearchLog.failures``) and logged
-as one warning per service; the search is unaffected. Reading or clearing the log, and
-``svc.close()``, first wait for the appends still in flight.
+Best effort, off the caller's path: a search only keeps a reference to what it
+computed (no record is built, no JSON, no statement); the records are built and
+written in batches on the backend's worker — one multi-row insert, and the trim, in one
+transaction — when ``FLUSH_EVERY`` (32) are waiting, ``FLUSH_AFTER_S`` (0.25 s) after
+the oldest waiting one, and before the service reads, clears or closes the log (so
+``svc.search_log()`` always sees the searches made before it; ``make bench`` measures
+the cost). The first search of each service is written at once. A failed write is
+counted per record (``SearchLog.failures``) and logged as one warning per service;
+the searches are unaffected.
+
+What a crash can lose: a SIGKILL (or a process that exits without ``svc.close()``, or
+an event loop closed without it) loses the records still waiting — at most the last
+31 searches, or the last 0.25 s of them — and the batch being written if its
+transaction had not committed. It never corrupts the database or leaves part of a
+batch: the batch's insert and trim commit together or not at all (the crash loop in
+tests/reliability checks this).
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Sequence
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from ..backends.search_log_table import SearchLogTable
 from ..errors import CapabilityNotSupportedError, InvalidMemoryRequestError, shown
@@ -49,6 +60,12 @@ MAX_CAP = 1_000_000
 #: hold up to TRIM_EVERY - 1 rows more than the cap (per service logging at once);
 #: ``search_log()`` never returns more than the cap's newest.
 TRIM_EVERY = 100
+#: Records are written in batches: when FLUSH_EVERY are waiting, or FLUSH_AFTER_S
+#: seconds after the oldest waiting one was taken, and whenever the service reads,
+#: clears or closes the log (``drain``). One multi-row insert per batch costs a search
+#: a fraction of one insert per search (``make bench``).
+FLUSH_EVERY = 32
+FLUSH_AFTER_S = 0.25
 
 
 class _Frozen(BaseModel):
@@ -113,6 +130,11 @@ class SearchLogRecord(_Frozen):
     hits: tuple[LoggedHit, ...]
     rejected: tuple[LoggedRejection, ...]
 
+    @field_validator("rejected", mode="before")
+    @classmethod
+    def _columnar(cls, value: Any) -> Any:
+        return _expand_rejected(value)
+
 
 def record_fields(
     *,
@@ -135,18 +157,20 @@ def record_fields(
     policy — pure, no I/O). Plain dicts, not models: validating ~60 nested models per
     search cost more than the insert; the record is validated when it is read."""
     decisions = decisions or admission.explain(channels, policy)
-    rejected = []
+    # Stored columnar (``_COMPACT``): one list of values per rejected candidate, each
+    # Memory and each reason written once and named by index — a third of the JSON and
+    # of the time per candidate of a dict each; ``SearchLogRecord`` expands it on read.
+    refs: dict[tuple[str, int], int] = {}
+    reasons: dict[str, int] = {}
+    rows = []
     for d in decisions:
         if d.admitted:
             continue
         c = d.candidate
-        row = {"channel": c.channel, "channel_rank": c.rank, "memory_artifact_id": c.memory_ref.artifact_id,
-               "revision": c.memory_ref.revision, "entry_id": c.entry_id, "entry_version_id": c.entry_version_id,
-               "reason": d.reason, "matched_terms": len(c.matched_terms), "query_terms": c.query_term_count}
-        # signals a channel does not measure are left out (None when read back): the
-        # log stays about half the size
-        row.update((name, value) for name in _SIGNALS if (value := getattr(c, name)) is not None)
-        rejected.append(row)
+        ref = refs.setdefault((c.memory_ref.artifact_id, c.memory_ref.revision), len(refs))
+        rows.append([c.channel, c.rank, ref, c.entry_id, c.entry_version_id, reasons.setdefault(d.reason, len(reasons)),
+                     len(c.matched_terms), c.query_term_count, *[getattr(c, name) for name in _SIGNALS]])
+    rejected = {"memories": [list(r) for r in refs], "reasons": list(reasons), "rows": rows}
     return {
         "logged_at": (logged_at or datetime.now(timezone.utc)).isoformat(),
         "question": question,
@@ -165,6 +189,28 @@ def record_fields(
 
 
 _SIGNALS = ("cosine", "centred", "support", "script", "query_script", "covered", "pool_rank")
+#: The columns of a stored rejected row, after (channel, channel_rank, memory index,
+#: entry_id, entry_version_id, reason index).
+_COMPACT = ("matched_terms", "query_terms", *_SIGNALS)
+
+
+def _expand_rejected(stored: Any) -> Any:
+    """The columnar ``rejected`` of a stored record as one dict per candidate (anything
+    else is left for validation to judge)."""
+    if not isinstance(stored, dict) or not {"memories", "reasons", "rows"} <= stored.keys():
+        return stored
+    memories, reasons = stored["memories"], stored["reasons"]
+    out = []
+    try:
+        for channel, rank, ref, entry_id, version_id, reason, *values in stored["rows"]:
+            artifact_id, revision = memories[ref]
+            out.append({"channel": channel, "channel_rank": rank, "memory_artifact_id": artifact_id,
+                        "revision": revision, "entry_id": entry_id, "entry_version_id": version_id,
+                        "reason": reasons[reason], **dict(zip(_COMPACT, values))})
+    except (TypeError, ValueError, IndexError, KeyError) as exc:
+        # a hand-edited row: a ValidationError, so the reader skips it and says which
+        raise ValueError(f"not a columnar rejected list: {type(exc).__name__}: {exc}") from None
+    return out
 
 
 def record_json(**search: Any) -> str:
@@ -195,57 +241,87 @@ def _micros(moment: Any, name: str) -> int | None:
 
 
 class SearchLog:
-    """One service's search log: the switch, the cap, the appends in flight."""
+    """One service's search log: the switch, the cap, the records not yet written and
+    the writes in flight."""
 
     def __init__(self, backend: Any, enabled: bool, cap: int = DEFAULT_CAP) -> None:
         self.enabled = enabled
         self.cap = cap
         self.appended = 0
-        #: Appends that failed (the search they logged was not affected).
+        #: Records whose write failed (the searches they logged were not affected).
         self.failures = 0
         self._table = SearchLogTable(backend)
+        #: (logged_at_us, the search's fields) of the records not yet written
+        self._buffer: list[tuple[int, dict[str, Any]]] = []
+        self._trim_due = False
+        self._timer: asyncio.TimerHandle | None = None
         self._pending: set[asyncio.Task] = set()
 
     def record(self, **search: Any) -> None:
-        """Log one search in the background (``record_fields``'s arguments). Never raises."""
+        """Log one search (``record_fields``'s arguments). Never raises. The caller pays
+        only for keeping the search's own objects: the record is built and written
+        later, in a batch (module docstring)."""
         if not self.enabled:
             return
         self.appended += 1
-        search.setdefault("logged_at", datetime.now(timezone.utc))  # when asked, not when written
+        logged_at = search.setdefault("logged_at", datetime.now(timezone.utc))  # when asked, not when written
+        self._buffer.append((int(logged_at.timestamp() * 1_000_000), search))
         # the first append of each service trims too: a process killed before its
         # hundredth search must not leave the next one a log beyond the cap
-        trim = self.cap if (self.appended - 1) % min(TRIM_EVERY, self.cap) == 0 else None
+        if (self.appended - 1) % min(TRIM_EVERY, self.cap) == 0:
+            self._trim_due = True
+        try:
+            # The first record is written at once (a short-lived process logs something);
+            # later ones when FLUSH_EVERY wait or FLUSH_AFTER_S after the oldest waiting.
+            if self.appended == 1 or len(self._buffer) >= FLUSH_EVERY:
+                self._flush()
+            elif self._timer is None:
+                self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self._flush)
+        except Exception as exc:  # noqa: BLE001 - a log must never fail the search
+            self._failed(exc, len(self._buffer))
+            self._buffer.clear()
 
-        logged_at_us = int(search["logged_at"].timestamp() * 1_000_000)
+    def _flush(self) -> None:
+        """Start writing the waiting records as one batch on the backend's worker."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._buffer:
+            return
+        batch, self._buffer = self._buffer, []
+        trim, self._trim_due = (self.cap if self._trim_due else None), False
 
-        def make() -> tuple[int, str]:
+        def make() -> list[tuple[int, str]]:
             # Built on the worker thread: wording the reasons and the JSON cost the
             # caller's loop nothing.
-            return logged_at_us, record_json(**search)
+            return [(at, record_json(**search)) for at, search in batch]
 
         try:
-            task = asyncio.get_running_loop().create_task(self._append(make, trim))
+            task = asyncio.get_running_loop().create_task(self._append(make, trim, len(batch)))
         except Exception as exc:  # noqa: BLE001 - a log must never fail the search
-            self._failed(exc)
+            self._failed(exc, len(batch))
             return
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def _append(self, make, trim: int | None) -> None:
+    async def _append(self, make, trim: int | None, count: int) -> None:
         try:
             await self._table.append(make, trim)
         except Exception as exc:  # noqa: BLE001 - best effort by design (module docstring)
-            self._failed(exc)
+            self._failed(exc, count)
 
-    def _failed(self, exc: BaseException) -> None:
-        self.failures += 1
-        if self.failures == 1:
+    def _failed(self, exc: BaseException, count: int) -> None:
+        first = self.failures == 0
+        self.failures += count
+        if first:
             log.warning("search log: an append failed and was dropped (searches are unaffected; "
                         "further failures are only counted in svc.search_log_failures): %s: %s",
                         type(exc).__name__, exc)
 
     async def drain(self) -> None:
-        """Wait for the appends in flight (their failures were already counted)."""
+        """Write the waiting records and wait for every write in flight (their failures
+        were already counted): what a service read, cleared or closed after is logged."""
+        self._flush()
         while self._pending:
             await asyncio.gather(*tuple(self._pending), return_exceptions=True)
 

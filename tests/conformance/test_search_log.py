@@ -15,6 +15,7 @@ import powercontext as pc
 from powercontext.backends.search_log_table import TABLE
 from powercontext.canonical import SequentialIds
 from powercontext.errors import InvalidMemoryRequestError
+from powercontext.memory import search_log
 from powercontext.memory.search_log import SearchLogRecord
 
 TEXTS = (
@@ -173,3 +174,60 @@ async def test_concurrent_first_searches_all_land_in_a_new_log(open_service):
     await asyncio.gather(*(svc.search(q, memories=(rev,)) for q in questions))
     assert sorted(r.question for r in await svc.search_log()) == sorted(questions)
     assert svc.search_log_failures == 0
+
+
+async def _stored(svc) -> list[str]:
+    """The questions of the rows in the table now, without draining what is waiting."""
+    table = svc._search_log._table
+    return [SearchLogRecord.model_validate_json(text).question
+            for _, text in await svc.backend._run(table._read_sync, None, 1000)]
+
+
+async def _until_stored(svc, count: int, seconds: float = 10.0) -> list[str]:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while len(stored := await _stored(svc)) < count and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.02)
+    return stored
+
+
+async def test_searches_are_written_in_batches_off_the_callers_path_and_read_back_in_order(open_service):
+    """The caller builds no record and runs no statement: after the first search (written
+    at once) the records wait in memory and are written as one batch — by size, by time,
+    or before the log is read — and ``search_log()`` sees every search made before it."""
+    svc = await open_service(search_log=True)
+    rev = await _memory(svc)
+    await svc.search("question 0", memories=(rev,))
+    assert await _until_stored(svc, 1) == ["question 0"]
+    for i in range(1, 6):
+        await svc.search(f"question {i}", memories=(rev,))
+    assert await _stored(svc) == ["question 0"], "a search wrote its record on the caller's path"
+    # read-your-writes: the waiting records are written before the read
+    assert [r.question for r in await svc.search_log()] == [f"question {i}" for i in range(6)]
+    assert len(await _stored(svc)) == 6
+    # by time: FLUSH_AFTER_S after the oldest waiting record, without any read
+    await svc.search("question 6", memories=(rev,))
+    await asyncio.sleep(search_log.FLUSH_AFTER_S + 0.05)
+    assert (await _until_stored(svc, 7))[-1] == "question 6"
+    # by size: FLUSH_EVERY waiting records are written as one batch at once
+    for i in range(7, 7 + search_log.FLUSH_EVERY):
+        await svc.search(f"question {i}", memories=(rev,))
+    stored = await _until_stored(svc, 7 + search_log.FLUSH_EVERY, seconds=search_log.FLUSH_AFTER_S / 2)
+    assert len(stored) == 7 + search_log.FLUSH_EVERY
+    assert svc.search_log_failures == 0
+
+
+async def test_close_writes_the_records_still_waiting(open_service):
+    reader = await open_service()
+    target = getattr(reader.backend, "path", None) or reader.backend.url
+    rev = await _memory(reader)
+    svc = await pc.open(target, search_log=True)
+    try:
+        for i in range(5):
+            await svc.search(f"question {i}", memories=(rev,))
+    finally:
+        await svc.close()
+    logging_again = await pc.open(target, search_log=True)
+    try:
+        assert [r.question for r in await logging_again.search_log()] == [f"question {i}" for i in range(5)]
+    finally:
+        await logging_again.close()
