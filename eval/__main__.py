@@ -426,7 +426,7 @@ def _datasets(args) -> list[Path] | str:
         raise SystemExit("error: give --all or --dataset, not both")
     if not args.all and not args.dataset:
         raise SystemExit("error: give --dataset datasets/<name> (repeatable) or --all")
-    from .harness import resolve_datasets
+    from .datasets import resolve_datasets
 
     return resolve_datasets(None, args.datasets_root) if args.all else resolve_datasets(args.dataset)
 

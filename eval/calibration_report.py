@@ -111,7 +111,7 @@ async def acalibrate(datasets: Any, profile: Any, out: str | Path | None = None,
     question in fts and vector mode, fit and score the artefact, and (with ``out``)
     write it with its report."""
     from .collect import collect
-    from .harness import resolve_datasets
+    from .datasets import resolve_datasets
 
     datasets = resolve_datasets(datasets)
     with tempfile.TemporaryDirectory(prefix="pc-calibrate-") as tmp:

