@@ -108,6 +108,20 @@ class SweepResult:
                 "false_admission_hi", "few_positive", "few_empty"]
         return b.loc[keep, cols].rename(columns={"value": facet}).reset_index(drop=True)
 
+    def compared(self) -> "SweepResult":
+        """This result as a comparison keeps it while the next model runs: without
+        the replays, the per-candidate tables (``collected.candidates``, ``exact``,
+        ``spot``, ``explain``) and the swept grid, which its run folder holds already.
+        Left: every table the side-by-side files and the terminal summary read
+        (summary, per-query, transfer, peers, recommendations, timings, stages).
+        A full ``make eval`` peaked in E5's analyse stage while MiniLM's replays were
+        still held."""
+        from dataclasses import replace
+
+        empty = pd.DataFrame()
+        collected = replace(self.collected, candidates=empty, exact=empty, spot=empty)
+        return replace(self, collected=collected, replays={}, explain=empty, sweep=empty)
+
     def summary_table(self, split: str | None = None) -> pd.DataFrame:
         """The printed summary: one row per backend × mode × policy on ``split``
         (default: test for a dev/test run, all queries for a cross-validated one, whose

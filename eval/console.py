@@ -91,6 +91,8 @@ def side_by_side_lines(table: pd.DataFrame, names: list[str], mode: str = "hybri
     """The models' (or analyzers') side-by-side table of one mode in at most WIDTH
     columns: nDCG@10 and false admission per ``what``, one line per database × policy
     (the markdown file in the run folder has every column and each policy's label)."""
+    if "mode" in table.columns and len(table) and mode not in set(table["mode"]):
+        mode = str(table["mode"].iloc[0])  # a run without hybrid (`analyzers --modes fts`) shows its own mode
     part = table[table["mode"] == mode] if "mode" in table.columns else table
     policy = [p.replace("leave-one-out: ", "loo ") for p in part["policy"]]
     width = max([len("policy"), *map(len, policy)])

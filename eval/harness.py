@@ -186,7 +186,7 @@ async def acompare_analyzers(datasets: Any = None, analyzers: Sequence[str] = ("
                              out: str | Path | None = None, **sweep_options: Any) -> tuple[pd.DataFrame, dict]:
     """Sweep the same corpora once per analyzer (run folders ``out/<analyzer>``) and put
     the figures side by side (``out/analyzers.csv`` and ``.md``; ``analyzers.side_by_side``).
-    Returns the table and each analyzer's SweepResult."""
+    Returns the table and each analyzer's SweepResult (``SweepResult.compared``)."""
     from . import analyzers as side
     from .report import default_out
 
@@ -199,7 +199,8 @@ async def acompare_analyzers(datasets: Any = None, analyzers: Sequence[str] = ("
     with run_progress(list(analyzers), kinds, enabled=sweep_options.get("progress", True)) as plan:
         for name in analyzers:
             with plan.for_model(name):
-                results[name] = await asweep(datasets, out=out / name, analyzer=name, **sweep_options)
+                # only the slim copy outlives the sweep, so the next analyzer runs without these replays
+                results[name] = (await asweep(datasets, out=out / name, analyzer=name, **sweep_options)).compared()
     table = side.side_by_side(results)
     side.write(table, list(analyzers), out)
     return table, results
@@ -241,7 +242,9 @@ async def acompare_embeddings(datasets: Any = None, embeddings: Sequence[Any] = 
     one database per backend × model, vectors cached per profile and role) and put
     them side by side (``embeddings.md``, ``embeddings.csv``, the leave-one-corpus-out
     winners and a paired test between each pair's chosen policies on the same
-    queries; see ``embeddings``). Returns the tables and each model's SweepResult."""
+    queries; see ``embeddings``). Returns the tables and each model's SweepResult as
+    ``SweepResult.compared`` leaves it (no replays, candidates or swept grid: its run
+    folder has them)."""
     from . import embeddings as side
     from .report import default_out
 
@@ -257,7 +260,10 @@ async def acompare_embeddings(datasets: Any = None, embeddings: Sequence[Any] = 
     with run_progress(names, kinds, enabled=sweep_options.get("progress", True)) as plan:
         for name, embedding in zip(names, embeddings):
             with plan.for_model(name):
-                results[name] = await asweep(datasets, out=out / name, embedding=embedding, **sweep_options)
+                # only the slim copy outlives the sweep (SweepResult.compared): the next
+                # model's sweep runs without this one's replays and candidate tables
+                results[name] = (await asweep(datasets, out=out / name, embedding=embedding,
+                                              **sweep_options)).compared()
     tables = side.write(results, out, seed=sweep_options.get("seed", DEFAULT_SEED))
     return tables, results
 

@@ -125,19 +125,28 @@ def _population_mask(d: pd.DataFrame, population: str) -> pd.Series:
 
 def _group_cis(g: pd.DataFrame) -> dict[tuple, dict[str, float]]:
     """CIs of ``BREAKDOWN_CIS`` for each backend × mode × policy of one facet value and
-    split: the policies share the group's queries, so one resampling serves them all."""
+    split: the policies share the group's queries, so one resampling serves them all,
+    and the metrics over one population (nDCG@10 and answered) share it too."""
     out: dict[tuple, dict[str, float]] = {}
-    for metric, population in BREAKDOWN_CIS.items():
+    for population in dict.fromkeys(BREAKDOWN_CIS.values()):
+        metrics = [m for m, p in BREAKDOWN_CIS.items() if p == population]
         part = g[_population_mask(g, population)].sort_values([*_KEYS, "query_id"], kind="stable")
         if part.empty:
             continue
-        keys, rows = zip(*((k, v[metric].to_numpy(float)) for k, v in part.groupby(_KEYS, sort=False)))
-        if len({len(r) for r in rows}) == 1:
-            lo, hi = M.bootstrap_ci_rows(np.stack(rows))
+        sizes = part.groupby(_KEYS, sort=False).size()  # sorted: each group is one block of rows, in this order
+        keys = list(sizes.index)
+        if sizes.nunique() == 1:  # one reshape and one draw for every policy and metric, not a pandas group each
+            rows = np.concatenate([part[m].to_numpy(float).reshape(len(sizes), int(sizes.iloc[0])) for m in metrics])
+            lo, hi = M.bootstrap_ci_rows(rows)  # the same draw as each row's bootstrap_ci
+            bounds = {m: (lo[i * len(keys):(i + 1) * len(keys)], hi[i * len(keys):(i + 1) * len(keys)])
+                      for i, m in enumerate(metrics)}
         else:  # policies over different queries (a hand-made table): one at a time
-            lo, hi = map(np.array, zip(*(M.bootstrap_ci(r) for r in rows)))
-        for k, a, b in zip(keys, lo, hi):
-            out.setdefault(k, {}).update({f"{metric}_lo": float(a), f"{metric}_hi": float(b)})
+            groups = [v for _, v in part.groupby(_KEYS, sort=False)]
+            bounds = {m: tuple(map(np.array, zip(*(M.bootstrap_ci(v[m].to_numpy(float)) for v in groups))))
+                      for m in metrics}
+        for metric, (lo, hi) in bounds.items():
+            for k, a, b in zip(keys, lo, hi):
+                out.setdefault(k, {}).update({f"{metric}_lo": float(a), f"{metric}_hi": float(b)})
     return out
 
 
