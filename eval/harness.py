@@ -237,14 +237,16 @@ def profile_names(embeddings: Sequence[Any]) -> list[str]:
 
 
 async def acompare_embeddings(datasets: Any = None, embeddings: Sequence[Any] = ("minilm", "e5"),
-                              out: str | Path | None = None, **sweep_options: Any) -> tuple[dict, dict]:
+                              out: str | Path | None = None, whole: bool = False,
+                              **sweep_options: Any) -> tuple[dict, dict]:
     """Sweep the same corpora once per embedding model (run folders ``out/<name>``,
     one database per backend × model, vectors cached per profile and role) and put
     them side by side (``embeddings.md``, ``embeddings.csv``, the leave-one-corpus-out
     winners and a paired test between each pair's chosen policies on the same
     queries; see ``embeddings``). Returns the tables and each model's SweepResult as
     ``SweepResult.compared`` leaves it (no replays, candidates or swept grid: its run
-    folder has them)."""
+    folder has them), or — ``whole=True``, for a notebook that plots them — whole, at
+    the cost of holding every model's replays at once (``make eval`` does not)."""
     from . import embeddings as side
     from .report import default_out
 
@@ -262,8 +264,9 @@ async def acompare_embeddings(datasets: Any = None, embeddings: Sequence[Any] = 
             with plan.for_model(name):
                 # only the slim copy outlives the sweep (SweepResult.compared): the next
                 # model's sweep runs without this one's replays and candidate tables
-                results[name] = (await asweep(datasets, out=out / name, embedding=embedding,
-                                              **sweep_options)).compared()
+                result = await asweep(datasets, out=out / name, embedding=embedding, **sweep_options)
+                results[name] = result if whole else result.compared()
+                del result
     tables = side.write(results, out, seed=sweep_options.get("seed", DEFAULT_SEED))
     return tables, results
 
