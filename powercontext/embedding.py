@@ -256,7 +256,6 @@ class SentenceTransformerEmbedding(LocalEncoder):
         self.batch_size = batch_size
         self.device = device
         self._model = None
-        self._shared: Any = None
         self._lock = threading.Lock()
 
     @property
@@ -280,17 +279,8 @@ class SentenceTransformerEmbedding(LocalEncoder):
                 try:
                     from sentence_transformers import SentenceTransformer
 
-                    from .loaded_models import shared_model
-
-                    path = self._path or minilm_path()
-
-                    def load() -> Any:
-                        with _quiet_transformers():  # its "Loading weights" bar says nothing to a user
-                            return SentenceTransformer(path, device=self.device)
-
-                    # one copy per process per folder content: a second handle reuses it
-                    self._shared = shared_model(path, self.device, load)
-                    self._model = self._shared.model
+                    with _quiet_transformers():  # its "Loading weights" bar says nothing to a user
+                        self._model = SentenceTransformer(self._path or minilm_path(), device=self.device)
                 except EmbeddingUnavailableError:
                     raise
                 except ImportError as exc:
@@ -313,9 +303,8 @@ class SentenceTransformerEmbedding(LocalEncoder):
         model = self._load()
         try:
             encode = model.encode_query if role == "query" else model.encode_document
-            with self._shared.lock:  # the model (and its tokenizer) may serve other handles
-                array = encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                               convert_to_numpy=True, show_progress_bar=False)
+            array = encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                           convert_to_numpy=True, show_progress_bar=False)
         except Exception as exc:
             raise EmbeddingUnavailableError(f"embedding failed: {exc}") from exc
         return array.tolist()
