@@ -15,7 +15,7 @@ OTHER = "Nightly backups of the production database run at 02:00 UTC."
 QUERY = "release checklist staging deploys rollbacks hotfixes"
 
 CELLS = [
-    "%load_ext powercontext.magics\n%pcmem open inspector.db --embedding minilm",
+    "%load_ext powercontext.magics\n%pcmem open inspector_controls.db --embedding minilm",
     f"%%pcmem remember --kind fact\n{CHECKLIST}\n\n{OTHER}\n",
     f'%pcmem inspect admission "{QUERY}" --mode hybrid -o inspector',
 ]
