@@ -28,9 +28,8 @@ $(STAMP): pyproject.toml
 # (the session fixture). `$(PY) -m pytest tests/x.py` still runs serially.
 # --no-loadscope-reorder: files go out longest first, as tests/conftest.py orders them
 # (LONGEST_FIRST), not most-tests first, so no long file is left alone at the end.
-# The real-browser widget tests (tests/browser) run after, in a process of their own: inside an
-# xdist worker, after hundreds of other tests and beside the other worker's load, the inspector's
-# browser test timed out waiting for a table it renders in 17 s alone (twice, in fresh clones).
+# The real-browser widget tests (tests/browser, ~35 s) run after, in a process of their own, so
+# their JupyterLab server and chromium never share a worker with the suite's load.
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --ignore=tests/browser
 	$(PY) -m pytest tests/browser
