@@ -13,6 +13,8 @@ tests run together, so Playwright is stopped before the worker's next file.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import sync_playwright
 
@@ -42,17 +44,19 @@ def chromium():
 
 
 @pytest.fixture
-def open_lab(lab_server, chromium):
+def open_lab(lab_server, chromium, request):
     """A factory: ``open_lab(width=1400)`` → a Lab on a new page of that viewport width
-    (a new browser context each, so nothing carries over between tests). Closed at teardown."""
+    (a new browser context each, and a folder of the test's own under the server's root,
+    so nothing carries over between tests). Closed at teardown."""
     contexts = []
+    folder = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name)
 
     def factory(width: int = VIEWPORT["width"], height: int = VIEWPORT["height"]) -> Lab:
         context = chromium.new_context(viewport={"width": width, "height": height})
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(120_000)
-        return Lab(lab_server, page)
+        return Lab(lab_server, page, folder)
 
     yield factory
     for context in contexts:

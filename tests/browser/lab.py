@@ -163,18 +163,27 @@ _ERRORS = """() => {
 
 
 class Lab:
-    """A Playwright page on a LabServer."""
+    """A Playwright page on a LabServer, working in a folder of its own under the server's
+    root (``folder``): its notebooks, and the files their kernels write by relative path
+    (``%pcmem open inspector.db``), never meet another test's — the server is per session."""
 
-    def __init__(self, server: LabServer, page: Any) -> None:
-        self.server, self.page = server, page
+    def __init__(self, server: LabServer, page: Any, folder: str) -> None:
+        self.server, self.page, self.folder = server, page, folder
+        self.dir = server.root / folder
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def notebook(self, name: str, cells: Sequence[str]) -> Path:
+        """Write the notebook ``name`` in this Lab's folder (``LabServer.notebook``)."""
+        return self.server.notebook(f"{self.folder}/{name}", cells)
 
     def open(self, name: str) -> None:
-        """Open the notebook ``name`` in a fresh workspace; waits until its kernel is ready."""
-        self.page.goto(f"{self.server.url}/lab/tree/{name}?reset&token={self.server.token}",
+        """Open this Lab's notebook ``name`` in a fresh workspace; waits until its kernel is ready."""
+        self.page.goto(f"{self.server.url}/lab/tree/{self.folder}/{name}?reset&token={self.server.token}",
                        timeout=RUN_MS, wait_until="domcontentloaded")
         self.wait_ready(name)
 
     def wait_ready(self, name: str) -> None:
+        name = f"{self.folder}/{name}"
         self.page.wait_for_function(
             "name => { const app = window.jupyterapp; const w = app && app.shell.currentWidget;"
             " return !!(w && w.context && w.context.path === name && w.sessionContext); }",

@@ -74,7 +74,7 @@ MEASURE = """root => {
 
 def test_text_column_is_whole_and_wraps_at_1400_to_1500_px(open_lab):
     lab = open_lab(width=1400)
-    lab.server.notebook("admission.ipynb", CELLS)
+    lab.notebook("admission.ipynb", CELLS)
     lab.open("admission.ipynb")
     lab.run_all()
     widget = lab.widget(2)

@@ -15,7 +15,7 @@ OTHER = "Nightly backups of the production database run at 02:00 UTC."
 QUERY = "release checklist staging deploys rollbacks hotfixes"
 
 CELLS = [
-    "%load_ext powercontext.magics\n%pcmem open inspector_controls.db --embedding minilm",
+    "%load_ext powercontext.magics\n%pcmem open inspector.db --embedding minilm",
     f"%%pcmem remember --kind fact\n{CHECKLIST}\n\n{OTHER}\n",
     f'%pcmem inspect admission "{QUERY}" --mode hybrid -o inspector',
 ]
@@ -29,7 +29,7 @@ def _fts_row(widget, page, caption: str):
 def test_inspector_opens_on_the_query_and_its_hybrid_floor_control_admits(open_lab):
     lab = open_lab()
     page = lab.page
-    lab.server.notebook("inspector_controls.ipynb", CELLS)
+    lab.notebook("inspector_controls.ipynb", CELLS)
     lab.open("inspector_controls.ipynb")
     lab.run_all()
     widget = lab.widget(2)

@@ -38,8 +38,8 @@ def grade(widget, entry_id: str, g: int) -> None:
 
 def test_click_grades_and_nothing_answers_reload_and_resume(open_lab):
     lab = open_lab()
-    folder = write_pool(lab.server.root / "pool")
-    lab.server.notebook(NOTEBOOK, CELLS)
+    folder = write_pool(lab.dir / "pool")
+    lab.notebook(NOTEBOOK, CELLS)
     lab.open(NOTEBOOK)
     lab.run_all()
     widget = lab.widget(0)
