@@ -252,24 +252,6 @@ class ExplainedRun(RunTables):
                              query_id, policy, backend, mode)
 
 
-def _signals(c: Any) -> str:
-    parts = []
-    if c.channel == "fts":
-        parts.append(f"matched {len(c.matched_terms)}/{c.query_term_count}")
-        if c.coverage is not None and not math.isnan(c.coverage):
-            parts.append(f"coverage {c.coverage:.2f}")
-    else:
-        if c.cosine is not None:
-            parts.append(f"cosine {c.cosine:.3f}")
-        if c.centred is not None:
-            parts.append(f"centred {c.centred:.3f}")
-    if c.support is not None:
-        parts.append(f"support {c.support:.2f}")
-    if c.script and c.query_script and c.script != c.query_script:
-        parts.append(f"{c.script} entry, {c.query_script} query")
-    return ", ".join(parts)
-
-
 def _headline(per_query: pd.DataFrame, query_id: str, policy: str, backend: str, mode: str, out: pd.DataFrame) -> str:
     rows = per_query[(per_query["query_id"] == query_id) & (per_query["backend"] == backend)
                      & (per_query["mode"] == mode) & (per_query["policy"] == policy)]
