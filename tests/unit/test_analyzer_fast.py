@@ -4,13 +4,14 @@ rules they replace. The rules are restated here as the oracle, one character at 
 as the module docstring words them."""
 
 import json
-import sys
 import unicodedata
 from pathlib import Path
 
 from hypothesis import example, given, settings, strategies as st
 
 from powercontext import analyzer
+
+from .calls import python_calls
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,21 +87,6 @@ def test_every_bundled_text_analyzes_as_the_per_character_rules_say():
         assert analyzer.tokens(text) == expected, text
         stems = [stem(t) if analyzer._is_latin_word(t) else t for t in expected]
         assert v2.tokens(text) == [t for t in stems if t not in analyzer.STOPWORDS], text
-
-
-def python_calls(fn, *args) -> int:
-    """How many Python-level function calls ``fn(*args)`` makes (a count, not a time)."""
-    count = 0
-
-    def hook(frame, event, arg):
-        nonlocal count
-        count += event == "call"
-    sys.setprofile(hook)
-    try:
-        fn(*args)
-    finally:
-        sys.setprofile(None)
-    return count
 
 
 def test_a_long_non_ascii_text_is_analyzed_without_a_call_per_character():
