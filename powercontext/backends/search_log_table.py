@@ -123,12 +123,19 @@ class SearchLogTable:
                 tx, f"DELETE FROM {TABLE} WHERE logged_at_us < ? OR (logged_at_us = ? AND id <= ?)",
                 (at, at, row_id))
 
+    def _not_creating(self) -> contextlib.AbstractContextManager[Any]:
+        """Until the table is known to exist, a read or clear holds the creator's lock:
+        without it a read on OceanBase found the table in the catalogue while another
+        worker thread was still creating it, and its SELECT then "doesn't exist" (seen
+        in CI). Once created, reads take no lock."""
+        return contextlib.nullcontext() if self._ready else self._create_lock
+
     def _exists(self, tx: Any) -> bool:
         return self._ready or bool(self._backend._rows(tx, _EXISTS[self._backend.name], (TABLE,)))
 
     def _read_sync(self, since_us: int | None, limit: int) -> list[tuple[int, str]]:
         where, params = ("WHERE logged_at_us >= ?", (since_us,)) if since_us is not None else ("", ())
-        with self._backend._transaction(write=False) as tx:
+        with self._not_creating(), self._backend._transaction(write=False) as tx:
             if not self._exists(tx):
                 return []
             rows = self._backend._rows(
@@ -137,5 +144,5 @@ class SearchLogTable:
 
     def _clear_sync(self, before_us: int | None) -> int:
         where, params = ("WHERE logged_at_us < ?", (before_us,)) if before_us is not None else ("", ())
-        with self._log_transaction() as tx:
+        with self._not_creating(), self._log_transaction() as tx:
             return self._backend._count(tx, f"DELETE FROM {TABLE} {where}", params) if self._exists(tx) else 0
