@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.eval import datasets, harness, judging
 from powercontext.eval.__main__ import main
 from powercontext.eval.judging.folder import JudgingError, PoolFolder
