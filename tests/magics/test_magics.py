@@ -202,7 +202,7 @@ def test_eval_calls_the_harness_summary(shell, monkeypatch):
 
 
 def test_a_bare_bundled_corpus_name_resolves_from_any_directory(tmp_path, monkeypatch):
-    from powercontext.eval.datasets import BUNDLED_ROOT
+    from powercontext.eval.corpora.datasets import BUNDLED_ROOT
     from powercontext.eval.harness import resolve_datasets
 
     monkeypatch.chdir(tmp_path)

@@ -1,6 +1,6 @@
 """Generated counts for corpus datasheets.
 
-    python -m powercontext.eval.datasheet datasets/<corpus> [--check]
+    python -m powercontext.eval.corpora.datasheet datasets/<corpus> [--check]
 
 rewrites the section between ``<!-- counts:begin -->`` and ``<!-- counts:end -->`` of
 ``datasets/<corpus>/README.md``; with ``--check`` it changes nothing and exits 1 if
@@ -51,7 +51,7 @@ def update_readme(corpus_path: str | Path, *, check: bool = False) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m powercontext.eval.datasheet",
+        prog="python -m powercontext.eval.corpora.datasheet",
         description="Regenerate the counts section of corpus datasheets (README.md).",
     )
     parser.add_argument(
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if stale and args.check:
             print(f"{path}/README.md: counts out of date; "
-                  f"run python -m powercontext.eval.datasheet {path}")
+                  f"run python -m powercontext.eval.corpora.datasheet {path}")
             status = max(status, 1)
         else:
             print(f"{path}/README.md: {'updated' if stale else 'up to date'}")

@@ -33,9 +33,9 @@ from powercontext.memory import admission
 from powercontext.memory.admission import AdmissionPolicy
 from powercontext.suggest import did_you_mean, unknown_name
 
-from .databases import EvalError
-from .results import RunTables
-from .retrieval import candidate, channels_of, records_by
+from ..running.databases import EvalError
+from ..presenting.results import RunTables
+from ..running.retrieval import candidate, channels_of, records_by
 
 __all__ = ["EXPLAINED", "EXPLAIN_COLUMNS", "ExplainError", "ExplainedRun", "Explanation", "explain_query", "explain_rows",
            "explain_tables", "failures"]

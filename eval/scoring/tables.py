@@ -16,10 +16,10 @@ from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from . import metrics as M
 from .abstention import abstention_table
-from .databases import check_names
+from ..running.databases import check_names
 from .recommend import Recommendation
 from .sweep import INITIAL, POINT_COLUMNS, point_values, policy_label
-from .verdict import SMALL
+from ..presenting.verdict import SMALL
 
 __all__ = ["BREAKDOWN_CIS", "MIN_QUERIES", "STATS_METRICS", "abstention_frame", "check_metrics", "breakdown_frame",
            "per_query_table", "stats_frame", "summary_frame"]

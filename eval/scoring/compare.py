@@ -28,7 +28,7 @@ from powercontext.memory import admission
 from powercontext.memory.admission import AdmissionPolicy
 
 from .metrics import METRICS, paired_randomization_test
-from .retrieval import channels_of, records_by
+from ..running.retrieval import channels_of, records_by
 
 __all__ = ["admitted_agreement", "explain", "hit_agreement", "jaccard", "metric_deltas", "pool_agreement", "rbo",
            "vector_recall"]

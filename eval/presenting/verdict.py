@@ -27,7 +27,7 @@ import pandas as pd
 from powercontext.bundled import BUNDLED
 from powercontext.memory.admission import AdmissionPolicy
 
-from .grid import policy_from_fields
+from ..scoring.grid import policy_from_fields
 
 __all__ = ["SMALL", "bound_notes", "corpus_words", "cost_table", "explicit_call", "first_screen", "fold_policies",
            "headline_split", "knob_changes", "paste_choice", "profiles", "sample_note", "small_notes"]

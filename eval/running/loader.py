@@ -29,7 +29,7 @@ from powercontext.model import (
     MemoryEntryVersion,
 )
 
-from .datasets import Corpus, MemoryRecord
+from ..corpora.datasets import Corpus, MemoryRecord
 
 __all__ = ["LoadError", "LoadedCorpus", "load_corpus", "text_sequence"]
 

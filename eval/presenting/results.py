@@ -30,9 +30,9 @@ import pandas as pd
 
 from powercontext.errors import PowerContextError, shown
 
-from . import metrics as M
-from .databases import EvalError
-from .private import private_dir, private_file
+from ..scoring import metrics as M
+from ..running.databases import EvalError
+from ..running.private import private_dir, private_file
 
 __all__ = ["CSV_ROWS", "RunFolderError", "RunTables", "load", "read_table", "write_table"]
 

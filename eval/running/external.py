@@ -25,9 +25,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import metrics as M
+from ..scoring import metrics as M
 from .databases import EvalError
-from .grid import POINT_COLUMNS
+from ..scoring.grid import POINT_COLUMNS
 from .trecrun import read_ranked
 
 __all__ = ["PREFIX", "external_per_query", "external_runs", "parse_run_option", "read_run"]

@@ -28,9 +28,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from . import metrics as M
-from .peers import peers_side_by_side
-from .private import private_dir, write_private_text
+from ..scoring import metrics as M
+from ..scoring.peers import peers_side_by_side
+from ..running.private import private_dir, write_private_text
 from .results import write_csv
 
 METRICS = ("ndcg@10", "false_admission", "empty_answer")
@@ -166,7 +166,7 @@ def write(results: dict[str, Any], out: Path, seed: int = 0) -> dict[str, pd.Dat
             _md(hybrid, ["a", "b", "backend", "policy", "metric", "queries", "mean_a", "mean_b", "diff", "diff_lo",
                          "diff_hi", "p_value"]) if len(hybrid) else "(no hybrid mode in these runs)", "",
             "## Peers' defaults under each profile (corpora pooled)", "",
-            "Other libraries' default cutoffs replayed at their own top-k (`powercontext.eval.references`): a cosine "
+            "Other libraries' default cutoffs replayed at their own top-k (`powercontext.eval.scoring.references`): a cosine "
             "cutoff chosen for one model admits a different set under another.", "",
             _md(peers, list(peers.columns)) if len(peers) else "(no vector or hybrid mode in these runs)", ""]
     write_private_text(out / "embeddings.md", "\n".join(text))

@@ -54,7 +54,7 @@ from powercontext.memory.admission import INITIAL_POLICY, AdmissionPolicy, sprea
 from powercontext.model import ArtifactRef, MemoryHit
 
 from . import metrics as M
-from .retrieval import records
+from ..running.retrieval import records
 from .grid import (  # noqa: F401 - re-exported: the grid is part of the sweep's API
     MODE_CHANNELS, MODES, NAMED_POLICIES, POINT_COLUMNS, Grid, point_values, policy_label,
 )

@@ -17,18 +17,18 @@ import pandas as pd
 from powercontext.memory.admission import AdmissionPolicy
 
 from . import metrics as M
-from .collect import Collected
+from ..running.collect import Collected
 from .compare import admitted_agreement, explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
 from .crossval import crossvalidate, fold_count, fold_groups, summarise
-from .databases import EvalError
+from ..running.databases import EvalError
 from .explain import explain_tables
-from .external import external_per_query, external_runs
+from ..running.external import external_per_query, external_runs
 from .peers import peers_frame
 from .points import PointGrid
 from .grid import NAMED_POLICIES, policy_from_fields
-from .progress import stage
+from ..presenting.progress import stage
 from .recommend import Objective, choose, choose_joint, sensitivity
-from .splits import DEFAULT_SEED
+from ..corpora.splits import DEFAULT_SEED
 from .sweep import Grid, Replay, point_values
 from .tables import abstention_frame, breakdown_frame, check_metrics, per_query_table, stats_frame, summary_frame
 from .transfer import leave_one_out
@@ -238,7 +238,7 @@ def spot_check(collected: Collected, replays: dict[tuple[str, str], Replay]) -> 
     """Compare the online searches made during collection with the replay of the same
     policy and limit: one row per search, ``equal`` when hits, order, scores and
     channels are identical."""
-    from .collect import SPOT_POLICIES, hit_key
+    from ..running.collect import SPOT_POLICIES, hit_key
 
     rows = []
     cache: dict = {}

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from .sweep import MODE_CHANNELS
+from ..scoring.sweep import MODE_CHANNELS
 
 __all__ = ["BACKEND_STYLE", "DPI", "Png", "backend_style", "cosine_positions", "place_labels", "plot_frontier",
            "plot_limits", "plot_peers", "plot_thresholds", "threshold_axis", "threshold_curve", "threshold_family"]
@@ -91,7 +91,7 @@ def threshold_family(result: Any, mode: str | None = None) -> str | None:
     sweep it (in ``mode``, when given: a grid names a mode's family by what that mode
     reads, so a family can be swept in one mode and not another) — the family of the
     run's recommendation; None for a sweep of the RFC's floors only before families existed."""
-    from .grid import family_of
+    from ..scoring.grid import family_of
 
     sweep = result.sweep
     if "family" not in sweep.columns:
@@ -119,8 +119,8 @@ def threshold_curve(result: Any, mode: str) -> tuple[pd.DataFrame, str | None, s
     on the objective's split and limit with every parameter but the x axis (and, in
     fts mode, the matched-terms floor that makes one line each) held at the family's
     best point — and (rows, family, x axis, that best policy)."""
-    from .grid import PARAMS, point_values
-    from .recommend import choose
+    from ..scoring.grid import PARAMS, point_values
+    from ..scoring.recommend import choose
 
     o = result.objective
     d = _dev(result, mode)
@@ -323,7 +323,7 @@ def plot_peers(result: Any, mode: str, split: str) -> Png:
 
 def plot_limits(result: Any, mode: str) -> Png:
     """The recommended policy's objective metric and recall@10 against the limit."""
-    from .recommend import point_rows
+    from ..scoring.recommend import point_rows
 
     o = result.objective
     policy = result.recommended(mode)

@@ -24,12 +24,12 @@ from powercontext.errors import EmbeddingNotInstalledError, EmbeddingUnavailable
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from .databases import Databases, EvalError
-from .datasets import Corpus, load
+from ..corpora.datasets import Corpus, load
 from .embedcache import profile_key
 from .loader import load_corpus, text_sequence
-from .progress import current, stage
+from ..presenting.progress import current, stage
 from .retrieval import read_cache, retrieve_corpus, write_cache
-from .sweep import INITIAL
+from ..scoring.sweep import INITIAL
 
 __all__ = ["Collected", "collect", "query_table", "vector_modes"]
 

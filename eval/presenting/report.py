@@ -20,18 +20,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import metrics as M
+from ..scoring import metrics as M
 from . import runfiles
 from .html_blocks import COLLAPSE_ROWS, Section, details, fmt_p, image, key_values, table  # noqa: F401 - re-exported
 from .plots import plot_frontier, plot_limits, plot_peers, plot_thresholds
 from .console import format_summary  # noqa: F401 - the console summary, re-exported
-from .private import private_dir, tighten, write_private_text
+from ..running.private import private_dir, tighten, write_private_text
 from .results import SWEEP_ORDER, write_table
 from . import verdict
 
-from .grid import family_of
-from .sweep import INITIAL
-from .transfer import transfer_table
+from ..scoring.grid import family_of
+from ..scoring.sweep import INITIAL
+from ..scoring.transfer import transfer_table
 
 __all__ = ["SECTIONS", "Section", "default_out", "fmt_p", "format_summary", "render_html", "table", "write_run"]
 
@@ -360,7 +360,7 @@ def breakdown_table(result: Any, backend: str, mode: str, split: str) -> pd.Data
 
 def section_breakdown(result: Any) -> Section:
     """Which kind of question each policy fails: per tag, language and corpus, with CIs."""
-    from .tables import MIN_QUERIES
+    from ..scoring.tables import MIN_QUERIES
 
     split = result.headline_split
     modes = sorted(_modes(result), key=lambda m: ("hybrid", "vector", "fts").index(m))
@@ -383,7 +383,7 @@ def section_failures(result: Any) -> Section | None:
     """Which questions each named policy failed and the reason that decided it, from
     the run's explain table (the words are ``admission.explain``'s); every candidate of
     any query: ``harness.load(folder).explain(query_id, policy=…)``."""
-    from .explain import EXPLAINED, failures
+    from ..scoring.explain import EXPLAINED, failures
 
     if not len(result.explain_policies):
         return None
@@ -403,8 +403,8 @@ def section_failures(result: Any) -> Section | None:
 def section_peers(result: Any) -> Section | None:
     """Where peers' defaults land: each library's documented default relevance cutoff,
     mapped onto this project's signals, replayed on this run (``result.peers``)."""
-    from .peers import peers_table
-    from .references import references_frame
+    from ..scoring.peers import peers_table
+    from ..scoring.references import references_frame
 
     peers = result.peers
     title = "Peers' defaults on the same frontier"

@@ -62,7 +62,7 @@ from .corpus import (  # noqa: F401  (the corpus model is part of this module's 
     is_chinese,
     language,
 )
-from .databases import EvalError
+from ..running.databases import EvalError
 from .splits import complete
 
 __all__ = [
@@ -468,7 +468,7 @@ def _check_bundled_counts(corpus: Corpus, check: _Check) -> None:
         check.style(f"README.md: {exc}")
     else:
         if stale:
-            check.style(f"README.md: counts out of date; run python -m powercontext.eval.datasheet {corpus.path}")
+            check.style(f"README.md: counts out of date; run python -m powercontext.eval.corpora.datasheet {corpus.path}")
 
 
 def resolve_datasets(datasets: Any = None, root: str | Path = "datasets") -> list[Path]:

@@ -21,8 +21,8 @@ import pandas as pd
 
 from powercontext.memory.calibration import Calibration
 
-from . import calibrate as C
-from .private import private_dir, private_file, write_private_text
+from ..scoring import calibrate as C
+from ..running.private import private_dir, private_file, write_private_text
 
 __all__ = ["CalibrationReport", "acalibrate", "plot_reliability", "report_from_frame"]
 
@@ -110,8 +110,8 @@ async def acalibrate(datasets: Any, profile: Any, out: str | Path | None = None,
     """Load the corpora into a fresh database embedding with ``profile``, retrieve every
     question in fts and vector mode, fit and score the artefact, and (with ``out``)
     write it with its report."""
-    from .collect import collect
-    from .datasets import resolve_datasets
+    from ..running.collect import collect
+    from ..corpora.datasets import resolve_datasets
 
     datasets = resolve_datasets(datasets)
     with tempfile.TemporaryDirectory(prefix="pc-calibrate-") as tmp:

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from .recommend import Objective, Recommendation, choose, choose_joint, point_rows
-from .splits import DEFAULT_SEED, fold_table
+from ..corpora.splits import DEFAULT_SEED, fold_table
 
 __all__ = ["SMALL_CORPUS", "DEFAULT_FOLDS", "crossvalidate", "fold_count", "fold_groups"]
 
