@@ -45,7 +45,7 @@ from urllib.parse import unquote, urlparse
 import powercontext as pc
 from powercontext import analyzer as analyzer_module
 from powercontext.backends.driver import connect, database_identifier
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.model import EmbeddingProfile
 
 #: The one table whose rows are part of the schema (versions, analyzer, profile); kept.

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url
+from powercontext.backends.seekdb.urls import database_url
 from powercontext.canonical import SequentialIds
 from tests.database_pool import DatabasePool, LeakedRowsError
 
