@@ -281,7 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cleanup_command(args) -> int:
     """``cleanup``: one line per database dropped (and why), or "nothing to clean"."""
-    from powercontext.backends.seekdb import SeekdbStartError, default_store
+    from powercontext.backends.seekdb.server import SeekdbStartError
+    from powercontext.backends.seekdb.store import default_store
     from powercontext.errors import PowerContextError
 
     from .running.store_runs import cleanup
@@ -462,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         from .judging.cli import run as judging_command
 
         return judging_command(args)
-    from powercontext.backends.seekdb import SeekdbStartError
+    from powercontext.backends.seekdb.server import SeekdbStartError
     from powercontext.errors import PowerContextError
 
     from . import harness

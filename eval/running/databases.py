@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.errors import BackendUnavailableError
 from powercontext.suggest import unknown_name
 
@@ -65,7 +65,9 @@ class Databases:
     def server_url(self) -> str:
         """The OceanBase server URL, starting seekdb if nothing is configured."""
         if self._server_url is None:
-            from powercontext.backends.seekdb import SeekdbStartError, default_store, oceanbase_url_from_env
+            from powercontext.backends.seekdb.server import SeekdbStartError
+            from powercontext.backends.seekdb.store import default_store
+            from powercontext.backends.seekdb.urls import oceanbase_url_from_env
 
             from .store_runs import StoreRun
 

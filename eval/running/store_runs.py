@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from powercontext.backends.seekdb import SeekdbServer, drop_database
-from powercontext.backends.seekdb_os import write_private
-from powercontext.backends.seekdb_store import RUNS, lease_live as _live, leases as _leases, note_checkout
-from powercontext.backends.seekdb_store import process_start_time as _start_time
+from powercontext.backends.seekdb.server import SeekdbServer
+from powercontext.backends.seekdb.urls import drop_database
+from powercontext.backends.seekdb.system import write_private
+from powercontext.backends.seekdb.store import RUNS, lease_live as _live, leases as _leases, note_checkout
+from powercontext.backends.seekdb.store import process_start_time as _start_time
 
 __all__ = ["Cleaned", "StoreRun", "cleanup", "EVAL_PREFIX"]
 

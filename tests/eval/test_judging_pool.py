@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.eval.corpora import datasets
 from powercontext.eval import harness, judging
 from powercontext.eval.__main__ import main

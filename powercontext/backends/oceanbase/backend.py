@@ -29,8 +29,8 @@ from urllib.parse import unquote, urlparse
 
 import numpy as np
 
-from ..bundled import profile_mismatch
-from ..errors import (
+from ...bundled import profile_mismatch
+from ...errors import (
     BackendUnavailableError,
     ConnectionLostError,
     InvalidMemoryRequestError,
@@ -38,12 +38,12 @@ from ..errors import (
     QueryTimeoutError,
     ServerStalledError,
 )
-from ..model import EmbeddingProfile
-from ..redaction import redact
-from .. import analyzer as analyzer_module
-from . import centroid, vector_values
-from .base import DatabaseMemoryBackend
-from .driver import (
+from ...model import EmbeddingProfile
+from ...redaction import redact
+from ... import analyzer as analyzer_module
+from .. import centroid, vector_values
+from ..base import DatabaseMemoryBackend
+from ..driver import (
     DATABASE_NAME,
     RECOVERY_PAUSE_S,
     connect,
@@ -54,15 +54,15 @@ from .driver import (
     pyformat,
     stall_bound_s,
 )
-from .oceanbase_access import AccountAccess
-from .oceanbase_first_load import VECTOR_INDEX, VECTOR_INDEX_WITH, FirstLoad
-from .oceanbase_heads import HeadRows, _marks
-from .oceanbase_limits import PacketLimit
-from .oceanbase_maintenance import ServerUpkeep
-from .oceanbase_search import HeadSearch, stored_vector_values
-from .portable import PortableSQL
-from .rules import lineage_hash, schema_records
-from .seekdb_store import stalled_message
+from .access import AccountAccess
+from .first_load import VECTOR_INDEX, VECTOR_INDEX_WITH, FirstLoad
+from .heads import HeadRows, _marks
+from .limits import PacketLimit
+from .maintenance import ServerUpkeep
+from .search import HeadSearch, stored_vector_values
+from ..portable import PortableSQL
+from ..rules import lineage_hash, schema_records
+from ..seekdb.store import stalled_message
 
 MIN_VERSION = (4, 3, 5, 3)
 LOCK_TIMEOUT_US = 10_000_000
@@ -485,7 +485,7 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
                 "OceanBase FULLTEXT probe failed: the SPACE parser did not index two-letter analyzer tokens"
             )
 
-    # ------------------------------------------------------------- projections: oceanbase_heads.py
+    # ------------------------------------------------------------- projections: heads.py
 
     # ------------------------------------------------------------- schema, analyzer, c̄
 
@@ -551,4 +551,4 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
             (artifact_id, count, centroid.pack(sums)),
         )
 
-    # ------------------------------------------------------------- search and vectors: oceanbase_search.py
+    # ------------------------------------------------------------- search and vectors: search.py

@@ -11,7 +11,7 @@ notebooks and the evaluation harness all get an OceanBase endpoint the same way:
 
     python -m powercontext.backends.seekdb start|status|stop|reset [--dir D] [--port P]
 
-Without ``--dir`` the store is this checkout's own (``seekdb_store.default_store``:
+Without ``--dir`` the store is this checkout's own (``store.default_store``:
 ``POWERCONTEXT_SEEKDB_DIR``, else one per project folder).
 
 Facts this code relies on (measured with seekdb 1.4.0.0 / ob_version() 4.3.5.3):
@@ -67,36 +67,10 @@ from __future__ import annotations
 
 import sys
 
-from .seekdb_server import (
-    CLI_DATABASE,
-    CONSOLE_LOG,
-    DEFAULT_DIR,
-    LOCKED_FILE,
-    PASSWORD_FILE,
-    PID_FILE,
-    PORT_FILE,
-    SERVER_ENV,
-    SOCKET,
-    SeekdbServer,
-    SeekdbStartError,
-    ensure_server,
-    seekdb_binary,
-)
-from .seekdb_reset import reset_store
-from .seekdb_store import ENV_DIR, StoreInUseError, default_store
-from .seekdb_urls import ENV_URL, database_url, drop_database, oceanbase_url, oceanbase_url_from_env
-
-__all__ = [
-    "CLI_DATABASE", "CONSOLE_LOG", "DEFAULT_DIR", "ENV_DIR", "ENV_URL", "LOCKED_FILE", "PASSWORD_FILE", "PID_FILE", "PORT_FILE",
-    "SERVER_ENV", "SOCKET", "SeekdbServer", "SeekdbStartError", "StoreInUseError", "database_url", "default_store",
-    "drop_database", "ensure_server",
-    "main", "oceanbase_url", "oceanbase_url_from_env", "reset_store", "seekdb_binary",
-]
-
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m powercontext.backends.seekdb start|stop|status|reset`` (see ``seekdb_cli``)."""
-    from .seekdb_cli import run
+    """``python -m powercontext.backends.seekdb start|stop|status|reset`` (see ``cli``)."""
+    from .cli import run
 
     return run(argv)
 

@@ -1,6 +1,6 @@
 """``seekdb reset``: remove a store wedged by killed runs, refused while a process of
 ours holds it. Its own module because it asks both the store's leases
-(``seekdb_store``) and its server (``seekdb_server``), and the server imports the
+(``store``) and its server (``server``), and the server imports the
 store: arrows one way."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import os
 import shutil
 from pathlib import Path
 
-from .seekdb_server import SeekdbServer
-from .seekdb_store import StoreInUseError, live_leases
+from .server import SeekdbServer
+from .store import StoreInUseError, live_leases
 
 __all__ = ["reset_store"]
 

@@ -1,5 +1,5 @@
 """Which seekdb store a checkout uses by default and which other checkouts use it
-(``seekdb reset`` is in ``seekdb_reset``: it asks the server, which asks this module).
+(``seekdb reset`` is in ``reset``: it asks the server, which asks this module).
 
 One store per user (``~/.cache/powercontext/seekdb``) made two clones share one server
 without a word: one clone's ``maintain()`` froze the other's benchmark, and ``seekdb
@@ -20,8 +20,8 @@ import os
 import re
 from pathlib import Path
 
-from ..errors import BackendUnavailableError
-from .seekdb_os import pid_alive, write_private
+from ...errors import BackendUnavailableError
+from .system import pid_alive, write_private
 
 __all__ = ["ENV_DIR", "RUNS", "STORES", "StoreInUseError", "default_store", "lease_live", "leases", "note_checkout",
            "live_leases", "other_checkouts", "process_start_time", "project_folder", "record_address",

@@ -10,9 +10,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
-from ..errors import ServiceClosedError
-from .oceanbase_heads import _marks, vector_literal
-from .retrieval import fts_fetch_size
+from ...errors import ServiceClosedError
+from .heads import _marks, vector_literal
+from ..retrieval import fts_fetch_size
 
 FTS_PUSHDOWN_MARGIN = 8  # extra rows read by the unfiltered full-text query (ties at the k-th score)
 VECTOR_MARGIN = 8  # extra rows read by the unfiltered vector query (ties at the k-th distance)

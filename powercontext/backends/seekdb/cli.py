@@ -7,10 +7,10 @@ import signal
 import sys
 from pathlib import Path
 
-from ..errors import PowerContextError
-from .seekdb_server import CLI_DATABASE, SeekdbServer, SeekdbStartError
-from .seekdb_reset import reset_store
-from .seekdb_store import ENV_DIR, default_store, note_checkout
+from ...errors import PowerContextError
+from .server import CLI_DATABASE, SeekdbServer, SeekdbStartError
+from .reset import reset_store
+from .store import ENV_DIR, default_store, note_checkout
 
 __all__ = ["run"]
 
@@ -18,7 +18,7 @@ __all__ = ["run"]
 def run(argv: list[str] | None = None) -> int:
     """``python -m powercontext.backends.seekdb start|stop|status|reset``.
 
-    The store (``--dir``) defaults to this checkout's own (``seekdb_store.default_store``);
+    The store (``--dir``) defaults to this checkout's own (``store.default_store``);
     ``start`` and ``status`` add a line when other checkouts use it too. ``reset`` stops
     the store's server and removes the store, databases and all — the way out of one
     wedged by killed runs — and refuses while a harness run holds it.

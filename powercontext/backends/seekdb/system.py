@@ -1,7 +1,7 @@
 """The operating-system side of the seekdb launcher: free ports, process identity,
 owner-only files, a private network namespace, generated passwords.
 
-Kept apart from ``seekdb.py`` so the launcher reads as the server's life cycle
+Kept apart from ``server.py`` so the launcher reads as the server's life cycle
 (start, wait, stop, attach) while these are the Linux facts it relies on.
 """
 

@@ -1,5 +1,5 @@
 """The seekdb server's life cycle: start (with the root lockdown), wait, attach, stop,
-and recovery from an interrupted start. ``seekdb.py`` is the face (names, ``python -m``);
+and recovery from an interrupted start. ``__main__.py`` is the command line (``python -m``);
 the facts this code relies on are listed there.
 """
 
@@ -17,8 +17,8 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendUnavailableError
-from .seekdb_os import (
+from ...errors import BackendUnavailableError
+from .system import (
     free_port,
     in_own_network,
     is_loopback,
@@ -34,13 +34,13 @@ from .seekdb_os import (
     terminate,
     write_private,
 )
-from .seekdb_store import record_address
-from .seekdb_urls import oceanbase_url, oceanbase_url_from_env
+from .store import record_address
+from .urls import oceanbase_url, oceanbase_url_from_env
 
 __all__ = ["DEFAULT_DIR", "SeekdbServer", "SeekdbStartError", "ensure_server", "seekdb_binary"]
 
 #: The one per-user store of earlier versions, shared by every checkout (issue 45). The
-#: default is now per checkout: ``seekdb_store.default_store()``. Kept for old callers.
+#: default is now per checkout: ``store.default_store()``. Kept for old callers.
 DEFAULT_DIR = Path("~/.cache/powercontext/seekdb")
 
 PID_FILE = "seekdb.pid"
@@ -250,7 +250,7 @@ class SeekdbServer:
 
     def connect(self, database: str | None = None, **kwargs: Any):
         """A new ``pymysql`` connection as root (autocommit on unless overridden)."""
-        from .driver import connect
+        from ..driver import connect
 
         kwargs.setdefault("autocommit", True)
         return connect(host=self.host, port=self._require_port(), user="root",
@@ -258,7 +258,7 @@ class SeekdbServer:
 
     def _socket_connect(self, password: str, timeout: float = 2):
         """Root over ``run/sql.sock``: reachable only by the owner of the 0700 dir."""
-        from .driver import connect
+        from ..driver import connect
 
         return connect(unix_socket=str(self.base_dir / SOCKET), user="root", password=password,
                        autocommit=True, connect_timeout=timeout)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..errors import ServerLimitError
-from .driver import pyformat
+from ...errors import ServerLimitError
+from ..driver import pyformat
 
 PACKET_MARGIN = 4096  # protocol header and statement framing around the SQL text
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .portable import marks
-from .vector_values import float32_bytes
+from ..portable import marks
+from ..vector_values import float32_bytes
 
 
 def _marks(n: int) -> str:

@@ -19,15 +19,15 @@ from typing import Any, Iterator, Sequence
 import apsw
 import numpy as np
 
-from ..bundled import profile_mismatch
-from ..errors import BackendUnavailableError, DatabaseBusyError, PowerContextError
-from ..model import EmbeddingProfile
-from . import centroid, vector_values
-from .base import DatabaseMemoryBackend
-from .maintenance import MaintenanceStep
-from .portable import PortableSQL, marks
-from .rules import lineage_hash, schema_records
-from .. import analyzer
+from ...bundled import profile_mismatch
+from ...errors import BackendUnavailableError, DatabaseBusyError, PowerContextError
+from ...model import EmbeddingProfile
+from .. import centroid, vector_values
+from ..base import DatabaseMemoryBackend
+from ..maintenance import MaintenanceStep
+from ..portable import PortableSQL, marks
+from ..rules import lineage_hash, schema_records
+from ... import analyzer
 
 MIN_SQLITE = (3, 38, 0)
 BUSY_TIMEOUT_MS = 10_000

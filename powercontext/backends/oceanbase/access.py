@@ -21,9 +21,9 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable
 
-from ..errors import AccessDeniedError, ReadOnlyError
-from .driver import database_identifier
-from .oceanbase_maintenance import ACCESS_DENIED
+from ...errors import AccessDeniedError, ReadOnlyError
+from ..driver import database_identifier
+from .maintenance import ACCESS_DENIED
 
 #: Privileges a writer needs on the database (1045, a wrong password, is not one).
 WRITE_PRIVILEGES = frozenset({"INSERT", "UPDATE", "DELETE"})

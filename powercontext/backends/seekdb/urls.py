@@ -34,9 +34,9 @@ def drop_database(server_url: str, database: str) -> None:
     harness create one database per run and clean up after themselves)."""
     from urllib.parse import unquote, urlparse
 
-    from ..errors import ServerStalledError
-    from .driver import connect, database_identifier, is_stalled, stall_bound_s
-    from .seekdb_store import stalled_message
+    from ...errors import ServerStalledError
+    from ..driver import connect, database_identifier, is_stalled, stall_bound_s
+    from .store import stalled_message
 
     statement = f"DROP DATABASE IF EXISTS {database_identifier(database)}"  # validated before connecting
     p = urlparse(server_url)

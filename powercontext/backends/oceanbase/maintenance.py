@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Iterator
 
-from ..errors import MaintenanceNotPermittedError
-from .maintenance import MaintenanceStep
+from ...errors import MaintenanceNotPermittedError
+from ..maintenance import MaintenanceStep
 
 POLL_S = 1.0
 # Seconds without a newer freeze showing, the compaction idle, before MAJOR FREEZE is
