@@ -62,7 +62,7 @@ from .corpus import (  # noqa: F401  (the corpus model is part of this module's 
     is_chinese,
     language,
 )
-from ..running.databases import EvalError
+from ..errors import EvalError
 from .splits import complete
 
 __all__ = [
