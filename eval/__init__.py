@@ -6,10 +6,15 @@ Two doors at the top, and one sub-package per stage of a run:
 * ``__main__`` — ``python -m powercontext.eval sweep|run|validate|import|pool|export|calibrate|…``
   (``calibrate_cli``: its ``calibrate`` subcommand, a door's helper like ``__main__`` itself).
 * ``corpora`` — the corpus format, validation and loading, splits and folds, datasheets, importers.
-* ``running`` — databases, stores and the embedding cache; loading, retrieving, collecting; external runs.
-* ``scoring`` — the replay over the grid, metrics, recommendation, cross-validation, transfer, peers, calibration.
-* ``presenting`` — the run folder's tables and files, report.html, the verdict, plots, console, progress.
+* ``running`` — databases, stores and the embedding cache; loading, retrieving, collecting; run files.
+* ``scoring`` — the replay over the grid, metrics, recommendation, cross-validation, transfer, peers,
+  external runs, calibration.
+* ``presenting`` — the run folder's tables and files, report.html, the verdict, plots, console.
+
+Beside them, three leaves every stage may import: ``errors`` (EvalError), ``private``
+(owner-only files and folders) and ``progress`` (the stage lines and bars).
 * ``judging`` — from an agent's own memory to a judged corpus: ``pool`` (snapshot + pooled candidates), ``export``.
 
-Arrows point from the doors into the stages; no stage imports a door.
+Arrows point from the doors into the stages; no stage imports a door, and the stages lean
+the other way only where the run folder's tables are read (``presenting.results``).
 """

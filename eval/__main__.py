@@ -436,7 +436,7 @@ def _datasets(args) -> list[Path] | str:
 def external_runs(options: list[str]) -> dict[str, Path]:
     """``--run NAME=PATH`` options as name → path (a name given twice is refused)."""
     from .errors import EvalError
-    from .running.external import parse_run_option
+    from .scoring.external import parse_run_option
 
     runs: dict[str, Path] = {}
     for text in options:

@@ -51,9 +51,9 @@ from .scoring.recommend import Objective
 from .running.retrieval import channels_of, records_by
 from .corpora.splits import DEFAULT_SEED
 from .scoring.sweep import INITIAL, MODES, Grid, point_values, policy_label
-from .running.external import external_runs
-from .running.private import missing_folders, remove_empty
-from .presenting.progress import run as run_progress, stage
+from .scoring.external import external_runs
+from .private import missing_folders, remove_empty
+from .progress import run as run_progress, stage
 from .scoring.tables import check_metrics, summary_frame
 from .scoring.analysis import SweepResult, analyse  # noqa: F401  (harness.analyse, harness.SweepResult)
 

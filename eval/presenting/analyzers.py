@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from ..running.private import write_private_text
+from ..private import write_private_text
 
 METRICS = ("ndcg@10", "false_admission", "empty_answer")
 POLICIES = ("default", "initial", "recommended")

@@ -22,7 +22,7 @@ import pandas as pd
 from powercontext.memory.calibration import Calibration
 
 from ..scoring import calibrate as C
-from ..running.private import private_dir, private_file, write_private_text
+from ..private import private_dir, private_file, write_private_text
 
 __all__ = ["CalibrationReport", "acalibrate", "plot_reliability", "report_from_frame"]
 

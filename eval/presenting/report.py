@@ -25,7 +25,7 @@ from . import runfiles
 from .html_blocks import COLLAPSE_ROWS, Section, details, fmt_p, image, key_values, table  # noqa: F401 - re-exported
 from .plots import plot_frontier, plot_limits, plot_peers, plot_thresholds
 from .console import format_summary  # noqa: F401 - the console summary, re-exported
-from ..running.private import private_dir, tighten, write_private_text
+from ..private import private_dir, tighten, write_private_text
 from .results import SWEEP_ORDER, write_table
 from . import verdict
 
@@ -323,7 +323,7 @@ def section_limits(result: Any) -> Section:
 
 #: The named policies the per-tag tables compare (the shipped default, the run's choice).
 BREAKDOWN_POLICIES = ("default", "recommended")
-FEW = "⚠"  #: the mark of a rate on fewer than verdict.SMALL queries, as on the first screen
+FEW = "⚠"  #: the mark of a rate on fewer than tables.SMALL queries, as on the first screen
 
 
 def _split_words(split: str) -> str:

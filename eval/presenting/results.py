@@ -32,7 +32,7 @@ from powercontext.errors import PowerContextError, shown
 
 from ..scoring import metrics as M
 from ..errors import EvalError
-from ..running.private import private_dir, private_file
+from ..private import private_dir, private_file
 
 __all__ = ["CSV_ROWS", "RunFolderError", "RunTables", "load", "read_table", "write_table"]
 

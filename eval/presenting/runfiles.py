@@ -29,7 +29,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..running.private import private_dir, private_file, write_private_text
+from ..private import private_dir, private_file, write_private_text
 
 __all__ = ["QRELS_NAME", "RUNS_DIR", "ours", "run_path", "write_qrels", "write_runs"]
 

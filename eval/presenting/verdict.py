@@ -28,12 +28,11 @@ from powercontext.bundled import BUNDLED
 from powercontext.memory.admission import AdmissionPolicy
 
 from ..scoring.grid import policy_from_fields
+from ..scoring.tables import SMALL
 
-__all__ = ["SMALL", "bound_notes", "corpus_words", "cost_table", "explicit_call", "first_screen", "fold_policies",
+__all__ = ["bound_notes", "corpus_words", "cost_table", "explicit_call", "first_screen", "fold_policies",
            "headline_split", "knob_changes", "paste_choice", "profiles", "sample_note", "small_notes"]
 
-#: A rate over fewer queries than this gets a warning: 3 negatives cannot support a CI.
-SMALL = 20
 #: Fields a reader sets; the rest (rrf_k, pool sizes …) stay at their defaults.
 _SHOWN = ("fts_min_terms", "fts_min_coverage", "hybrid_fts_min_terms", "hybrid_fts_min_coverage", "vector_min_cosine",
           "vector_min_centred", "vector_min_support", "fts_min_support", "cross_script_min_terms", "vector_uncovered",

@@ -21,23 +21,22 @@ from powercontext.analyzer import ANALYZER_VERSION
 from powercontext.analyzer import get as get_analyzer
 from powercontext.canonical import SequentialIds, nfc
 from powercontext.errors import EmbeddingNotInstalledError, EmbeddingUnavailableError, PowerContextError
-from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
+from powercontext.memory.admission import INITIAL_POLICY, NO_ADMISSION, AdmissionPolicy
 
 from .databases import Databases
 from ..errors import EvalError
 from ..corpora.datasets import Corpus, load
 from .embedcache import profile_key
 from .loader import load_corpus, text_sequence
-from ..presenting.progress import current, stage
+from ..progress import current, stage
 from .retrieval import read_cache, retrieve_corpus, write_cache
-from ..scoring.sweep import INITIAL
 
 __all__ = ["Collected", "collect", "query_table", "vector_modes"]
 
 VECTOR_MODES = ("vector", "hybrid")
 CACHE_VERSION = 9  # 4: the admission families' signals are cached; 6: the full-text pool order (pool_rank);
 # 7: questions embedded in the query role; 8: the support signal; 9: the calibrated probability
-SPOT_POLICIES = {"initial": INITIAL, "no-admission": NO_ADMISSION}
+SPOT_POLICIES = {"initial": INITIAL_POLICY, "no-admission": NO_ADMISSION}
 SPOT_LIMIT = 8
 
 

@@ -22,7 +22,7 @@ from powercontext.errors import BackendUnavailableError
 from powercontext.suggest import unknown_name
 
 from ..errors import EvalError
-from .private import private_dir
+from ..private import private_dir
 
 __all__ = ["BACKENDS", "Databases", "check_names"]
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from powercontext.embedding import EmbeddingResult, check_role, takes_role
 
-from .private import private_dir, private_file
+from ..private import private_dir, private_file
 
 __all__ = ["CachingEmbedding", "default_cache_dir", "profile_key", "text_key"]
 

@@ -24,7 +24,7 @@ from powercontext.memory.admission import AdmissionPolicy
 from powercontext.model import ArtifactRef, ChannelCandidate
 
 from .loader import LoadedCorpus
-from .private import private_dir, write_private_text
+from ..private import private_dir, write_private_text
 
 __all__ = [
     "CANDIDATE_COLUMNS",

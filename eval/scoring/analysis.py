@@ -22,11 +22,11 @@ from .compare import admitted_agreement, explain, hit_agreement, metric_deltas, 
 from .crossval import crossvalidate, fold_count, fold_groups, summarise
 from ..errors import EvalError
 from .explain import explain_tables
-from ..running.external import external_per_query, external_runs
+from .external import external_per_query, external_runs
 from .peers import peers_frame
 from .points import PointGrid
 from .grid import NAMED_POLICIES, policy_from_fields
-from ..presenting.progress import stage
+from ..progress import stage
 from .recommend import Objective, choose, choose_joint, sensitivity
 from ..corpora.splits import DEFAULT_SEED
 from .sweep import Grid, Replay, point_values

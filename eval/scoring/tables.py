@@ -19,10 +19,12 @@ from .abstention import abstention_table
 from ..running.databases import check_names
 from .recommend import Recommendation
 from .sweep import INITIAL, POINT_COLUMNS, point_values, policy_label
-from ..presenting.verdict import SMALL
 
-__all__ = ["BREAKDOWN_CIS", "MIN_QUERIES", "STATS_METRICS", "abstention_frame", "check_metrics", "breakdown_frame",
+__all__ = ["BREAKDOWN_CIS", "MIN_QUERIES", "SMALL", "STATS_METRICS", "abstention_frame", "check_metrics", "breakdown_frame",
            "per_query_table", "stats_frame", "summary_frame"]
+
+#: A rate over fewer queries than this gets a warning: 3 negatives cannot support a CI.
+SMALL = 20
 
 SUMMARY_METRICS = ("ndcg@10", "mrr@10", "recall@10", "precision@1", "set_precision", "set_recall", "set_f1",
                    "false_admission", "empty_answer", "hits")
@@ -108,7 +110,7 @@ def summary_frame(per_query: pd.DataFrame, qrels: dict[str, dict[str, int]]) -> 
 
 
 #: Below this many queries a rate's interval is too wide to rank policies by (the
-#: report's rule, ``verdict.SMALL``); the breakdown flags such rates (``few_positive`` /
+#: report's rule, ``tables.SMALL``); the breakdown flags such rates (``few_positive`` /
 #: ``few_empty``) and the report marks them.
 MIN_QUERIES = SMALL
 #: The rates the breakdown gives 95 % bootstrap CIs for, and the population each is a

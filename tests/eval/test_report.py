@@ -17,7 +17,8 @@ import powercontext as pc
 from powercontext.eval import harness
 from powercontext.eval.presenting.plots import BACKEND_STYLE, cosine_positions
 from powercontext.eval.presenting.report import COLLAPSE_ROWS, MAX_WIDTH, SECTIONS, fmt_p, render_html, stats_overview
-from powercontext.eval.presenting.verdict import SMALL, explicit_call
+from powercontext.eval.presenting.verdict import explicit_call
+from powercontext.eval.scoring.tables import SMALL
 from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import HashEmbedding, write_corpus

@@ -16,7 +16,7 @@ from powercontext.eval import harness
 from powercontext.eval.__main__ import main
 from powercontext.eval.errors import EvalError
 from powercontext.eval.corpora.datasets import validate
-from powercontext.eval.running.external import external_runs
+from powercontext.eval.scoring.external import external_runs
 from powercontext.eval.running.trecrun import RunFileError
 
 from .fakes import write_corpus

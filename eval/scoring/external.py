@@ -25,10 +25,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..scoring import metrics as M
+from . import metrics as M
 from ..errors import EvalError
-from ..scoring.grid import POINT_COLUMNS
-from .trecrun import read_ranked
+from .grid import POINT_COLUMNS
+from ..running.trecrun import read_ranked
 
 __all__ = ["PREFIX", "external_per_query", "external_runs", "parse_run_option", "read_run"]
 
