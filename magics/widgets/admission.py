@@ -36,9 +36,9 @@ MODES = ["fts", "vector", "hybrid", "auto"]
 CLIP = {"reason": 40, "text": 48}
 #: Columns whose HTML cells wrap: the reason is the "why rejected", so it is shown whole;
 #: the long ids break too, so that the tables fit a 1400 px window.
-WRAP = ("reason", "text", "memory", "entry_id")
+WRAP = ("reason", "cell", "text", "memory", "entry_id")
 #: The candidate columns of the plain-text fallback (the HTML tables show them all).
-TEXT_COLUMNS = ["channel", "channel_rank", "admitted", "reason", "hit_rank", "entry_id", "text"]
+TEXT_COLUMNS = ["channel", "channel_rank", "admitted", "reason", "probability", "hit_rank", "entry_id", "text"]
 
 
 class AdmissionInspector(ServiceWidget):
