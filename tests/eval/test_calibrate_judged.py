@@ -14,8 +14,9 @@ import pytest
 import powercontext as pc
 from powercontext.bundled import MINILM_PROFILE
 from powercontext.errors import PowerContextError
-from powercontext.eval import datasets, harness, judging
-from powercontext.eval.calibrate import TooFewLabelsError
+from powercontext.eval import harness, judging
+from powercontext.eval.corpora import datasets
+from powercontext.eval.scoring.calibrate import TooFewLabelsError
 from powercontext.eval.judging.folder import PoolFolder
 from powercontext.loop import default_runner
 from powercontext.memory.calibration import Calibration
@@ -93,7 +94,7 @@ def test_calibrate_fits_a_judged_export_and_scores_it_held_out(tmp_path):
 
 
 def _vector_candidates(report):
-    from powercontext.eval.calibrate import _signals
+    from powercontext.eval.scoring.calibrate import _signals
 
     for row in report.scored[report.scored["channel"] == "vector"].to_dict("records"):
         yield _signals(row)
