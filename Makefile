@@ -81,7 +81,8 @@ scale: $(STAMP)
 # (benchmarks/perf_bench.py; BENCH_SIZES=1000,10000,100000 for the large run), then the
 # hybrid search at 1k split into its parts (benchmarks/search_parts_bench.py), then the
 # sweep-vs-retrieval cost (benchmarks/sweep_bench.py), then what the opt-in search log
-# costs a search at 1k and 10k entries (benchmarks/search_log_bench.py, issue 44), then one
+# costs a search at 1k and 10k entries (benchmarks/search_log_bench.py, issue 44), then what
+# admission in probability units adds per query at 1k (benchmarks/calibration_bench.py, issue 46), then one
 # remember() of 10k and 50k entries with vectors given on both databases
 # (benchmarks/load_bench.py, issue 48), then this project beside sqlite-vec + FTS5, LanceDB,
 # Qdrant local and Chroma at 10k and 50k, seeded and MiniLM vectors, one process per system
@@ -92,6 +93,7 @@ bench: $(STAMP) $(PEERS_STAMP)
 	$(PY) benchmarks/search_parts_bench.py
 	$(PY) benchmarks/sweep_bench.py
 	$(PY) benchmarks/search_log_bench.py
+	$(PY) benchmarks/calibration_bench.py
 	$(PY) benchmarks/load_bench.py
 	$(PY) benchmarks/peers_bench.py
 

@@ -12,7 +12,8 @@ The Runtime runs on the magics' private loop (so a scheduled one keeps firing in
 background of the kernel). ``--pipeline`` names the candidate pipeline explicitly:
 ``default`` (the model-free ``DefaultCandidatePipeline``), ``none``, or a variable of the
 notebook. Reads return DataFrames; ``-o NAME`` stores the result. ``entries`` and ``search`` read the
-Memory a scope is bound to, so its entries need no second ``%pcmem open`` of the database.
+Memory a scope is bound to, so its entries need no second ``%pcmem open`` of the database;
+``search`` takes ``%pcmem search``'s admission policy options (``magics/policy_options.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from powercontext.runtime.inspection import binding_rows, journal_rows
 
 from powercontext.suggest import unknown_name
 
-from . import tables
+from . import policy_options, tables
 from .display import explain_hint, result_summary
 from .errors import PcMemUserError
 from .session import redact
@@ -142,6 +143,8 @@ p.add_argument("--limit", type=int, default=8, metavar="N", help="hits at most (
 p.add_argument("--explain", action="store_true",
                help="every retrieved candidate per channel with its signals, admitted or rejected and why")
 p.add_argument("--width", type=int, default=80, metavar="N", help="characters of entry text shown (0 = all)")
+# the same admission options as `%pcmem search`, from the same field descriptions
+policy_options.add_arguments(p)
 PARSERS["status"] = _parser("status", "The Runtime: database, pipeline, schedule, sidecar, probes, progress.")
 p = PARSERS["inspect"] = _parser("inspect", "The JournalInspector widget.")
 _scope(p)
@@ -320,9 +323,19 @@ def _search(magics, session: RuntimeSession, args, cell):
     scope = session.scope_of(args.scope)
     memory = session.require().memory.for_scope(scope)
     query = " ".join(args.query)
+    # checked like `%pcmem search`'s, against the Runtime's own service and policy
+    svc = session.runtime.memory_service
+    options = policy_options.given(args)
+    planned = policy_options.resolved_mode(args.mode, svc)
+    policy = policy_options.checked_policy(options, svc.policy, planned)
     if args.mode != "fts":
         _warm(session.runtime)
-    result = magics.session.run(memory.search(query, limit=args.limit, mode=args.mode, explain=args.explain))
+    result = magics.session.run(memory.search(query, limit=args.limit, mode=args.mode, policy=policy,
+                                              explain=args.explain))
+    no_memory = (result.fallback_reason or "").endswith("has no Memory yet")
+    if result.mode != planned and not no_memory:  # auto fell back: say which options it could not use
+        for line in policy_options.refusals(options, svc.policy, result.mode):
+            print(f"note: {line}")
     if args.explain:
         frame = tables.decisions_frame(result.decisions, result.hits, width=args.width)
         extra = f" · {len(frame)} candidates, {int(frame['admitted'].sum())} admitted"
@@ -330,7 +343,7 @@ def _search(magics, session: RuntimeSession, args, cell):
         frame, extra = tables.hits_frame(result, width=args.width), ""
     print(f"{result_summary(result)}{extra} · scope {scope}")
     hint = explain_hint(result, f"%pcmem runtime search {query!r}")
-    if hint and (result.fallback_reason or "").endswith("has no Memory yet"):
+    if hint and no_memory:
         hint = ""
     if hint:
         print(hint)

@@ -202,9 +202,13 @@ def search_attrs(result: MemorySearchResult) -> dict:
     }
 
 
+#: ``probability`` and ``cell`` (issue 46): the candidate's calibrated probability of
+#: answering and the calibration cell it was read from — the language pair for a vector
+#: candidate, the query length for a full-text one, a fallback to the pooled map said in
+#: words — beside the raw signals it was computed from; None without a calibration.
 DECISION_COLUMNS = [
     "channel", "channel_rank", "admitted", "reason", "matched", "query_terms", "coverage", "cosine",
-    "hit_rank", "memory", "entry_id", "kind", "text",
+    "probability", "cell", "hit_rank", "memory", "entry_id", "kind", "text",
 ]
 
 
@@ -214,8 +218,9 @@ def decisions_frame(
     *,
     width: int = 80,
 ) -> pd.DataFrame:
-    """Every retrieved candidate, per channel in backend order, with its signals, the
-    admission verdict and reason, and its fused rank if it made the final hits."""
+    """Every retrieved candidate, per channel in backend order, with its signals (the
+    calibrated probability and its cell among them), the admission verdict and reason,
+    and its fused rank if it made the final hits."""
     final = {(h.memory_ref.artifact_id, h.entry_id, h.entry_version_id): i for i, h in enumerate(hits, start=1)}
     rows = []
     for d in decisions:
@@ -230,6 +235,8 @@ def decisions_frame(
             "query_terms": c.query_term_count if fts else None,
             "coverage": round(c.coverage, 4) if fts else None,
             "cosine": round(c.cosine, 4) if c.cosine is not None else None,
+            "probability": round(c.probability, 4) if c.probability is not None else None,
+            "cell": c.calibration_cell,
             "hit_rank": final.get(c.key),
             "memory": str(c.memory_ref),
             "entry_id": c.entry_id,
@@ -240,5 +247,6 @@ def decisions_frame(
     for column in ("matched", "query_terms", "hit_rank"):
         frame[column] = pd.array(frame[column].tolist(), dtype="Int64")
     frame["cosine"] = pd.array(frame["cosine"].tolist(), dtype="Float64")
-    frame["coverage"] = pd.array(frame["coverage"].tolist(), dtype="Float64")
+    for column in ("coverage", "probability"):
+        frame[column] = pd.array(frame[column].tolist(), dtype="Float64")
     return frame

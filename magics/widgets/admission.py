@@ -36,9 +36,9 @@ MODES = ["fts", "vector", "hybrid", "auto"]
 CLIP = {"reason": 40, "text": 48}
 #: Columns whose HTML cells wrap: the reason is the "why rejected", so it is shown whole;
 #: the long ids break too, so that the tables fit a 1400 px window.
-WRAP = ("reason", "text", "memory", "entry_id")
+WRAP = ("reason", "cell", "text", "memory", "entry_id")
 #: The candidate columns of the plain-text fallback (the HTML tables show them all).
-TEXT_COLUMNS = ["channel", "channel_rank", "admitted", "reason", "hit_rank", "entry_id", "text"]
+TEXT_COLUMNS = ["channel", "channel_rank", "admitted", "reason", "probability", "hit_rank", "entry_id", "text"]
 
 
 class AdmissionInspector(ServiceWidget):
@@ -106,11 +106,19 @@ class AdmissionInspector(ServiceWidget):
     # ------------------------------------------------------------------ state
 
     def _show_controls(self, mode: str) -> None:
-        """Show the controls of the fields that decide a ``mode`` search, hide the others."""
+        """Show the controls of the fields that decide a ``mode`` search, hide the others.
+        Judged under the switches' current values (``gate_signal``: which pool the gate
+        reads), so switching one shows or hides the controls that depend on it."""
         self.used_mode = mode
-        self.shown = [f.name for f in policy_controls.applicable(self.base_policy, mode, self.fields)]
+        switched = {name: policy_controls.control_value(field, self.controls[name])
+                    for name, field in policy_fields.by_name(self.fields).items()
+                    if name in policy_fields.SWITCHES and name in self.controls}
+        judged = dataclasses.replace(self.base_policy, **switched)
+        self.shown = [f.name for f in policy_controls.applicable(judged, mode, self.fields)]
         for name, control in self.controls.items():
-            control.layout.display = None if name in self.shown else "none"
+            display = None if name in self.shown else "none"
+            if control.layout.display != display:  # an unchanged layout sends nothing to the browser
+                control.layout.display = display
 
     @property
     def policy(self) -> AdmissionPolicy:
@@ -157,8 +165,7 @@ class AdmissionInspector(ServiceWidget):
             self._clear(None)
             return
         retrieval, used, fallback = fetched
-        if used != self.used_mode:
-            self._show_controls(used)
+        self._show_controls(used)  # the mode run, and a switch just moved, decide which controls apply
         policy = self.policy
         decisions = admission.explain(retrieval.channels, policy)
         hits = admission.fuse(retrieval.channels, policy, self.limit.value)

@@ -3,9 +3,11 @@ generated from ``powercontext.memory.policy_fields`` (issue 45: the inspector ha
 sliders for three fields while the reasons cited others).
 
 A control is shown only where its field decides the search in view — the mode the
-search ran in, the family the inspector's base policy uses (``policy_fields.why_not``)
-— and only shown controls enter the replayed policy: a hidden one keeps the base
-policy's value, so a placeholder never switches a family on.
+search ran in, the family the inspector's base policy uses (``policy_fields.why_not``),
+the pool the gate reads as its switch (``gate_signal``) says now — and only shown
+controls enter the replayed policy: a hidden one keeps the base policy's value, so a
+placeholder never switches a family on. A switch stays shown wherever one of its
+values would apply (``policy_fields.reachable``).
 """
 
 from __future__ import annotations
@@ -53,9 +55,10 @@ def control_value(field: PolicyField, control: widgets.Widget) -> Any:
 
 
 def applicable(policy: Any, mode: str, fields: Iterable[PolicyField]) -> list[PolicyField]:
-    """The tunable fields that can decide a ``mode`` search under ``policy``'s family."""
+    """The tunable fields that can decide a ``mode`` search under ``policy``'s family,
+    and the switches that could make one decide (``policy_fields.reachable``)."""
     fields = tuple(fields)
-    return [f for f in fields if f.tunable and policy_fields.why_not(f, policy, mode, fields) is None]
+    return [f for f in fields if f.tunable and policy_fields.reachable(f, policy, mode, fields)]
 
 
 def _shown(value: Any) -> str:

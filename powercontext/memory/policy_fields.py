@@ -25,6 +25,7 @@ rules ``admission`` applies:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import types
 import typing
@@ -35,13 +36,16 @@ from ..errors import InvalidMemoryRequestError
 from .admission import FAMILIES_OFF, GATE_SIGNALS, AdmissionPolicy
 
 __all__ = ["PolicyField", "DESCRIBED", "field_description", "FIELDS", "TUNABLE", "MODES", "by_name", "build",
-           "mode_channels", "deciding", "why_not", "parse_value", "NO_VALUE"]
+           "mode_channels", "deciding", "why_not", "reachable", "SWITCHES", "parse_value", "NO_VALUE"]
 
 #: The modes a search runs in once ``auto`` is resolved, and the channels each retrieves.
 MODES = ("fts", "vector", "hybrid")
 _CHANNELS = {"fts": frozenset({"fts"}), "vector": frozenset({"vector"}), "hybrid": frozenset({"fts", "vector"})}
 #: How a user writes "None" for a field that allows it (the family off, or no floor).
 NO_VALUE = "off"
+#: Fields whose value moves other fields to another channel: ``gate_signal`` points the
+#: whole-query gate (and so ``gate_min``) at the vector pool or at the full-text one.
+SWITCHES = ("gate_signal",)
 
 
 @dataclass(frozen=True)
@@ -240,6 +244,19 @@ def why_not(field: PolicyField, policy: Any, mode: str, fields_: Iterable[Policy
                 f"used{f'; {instead.name} decides instead' if instead else ''}); switch it on with "
                 f"%config PcMem.{field.name} or a policy file")
     return None
+
+
+def reachable(field: PolicyField, policy: Any, mode: str, fields_: Iterable[PolicyField] | None = None) -> bool:
+    """Whether a control for ``field`` belongs on a ``mode`` surface under ``policy``: it
+    decides there, or it is a switch (``SWITCHES``) one of whose values would make it
+    decide — so a gate pointed at the pool this mode does not retrieve can be pointed
+    at the one it does (a switch hidden with its gate would leave the gate out of reach)."""
+    if why_not(field, policy, mode, fields_) is None:
+        return True
+    if field.name not in SWITCHES:
+        return False
+    return any(why_not(field, dataclasses.replace(policy, **{field.name: value}), mode, fields_) is None
+               for value in field.choices)
 
 
 def deciding(policy: Any, mode: str, fields_: Iterable[PolicyField] | None = None) -> list[str]:

@@ -8,6 +8,12 @@ JSON), the limit, the admitted hits (entry id, entry version id, rank, channels)
 every rejected candidate of the retrieved pool with its signals and the reason
 admission gave. Entry texts are not copied: the refs name them exactly.
 
+Where the database's profile has a calibration (memory/calibration.py), every logged
+candidate also carries its calibrated probability and the cell (language pair or query
+length) it was read from — a rejection its own, a hit one per channel that admitted it
+— so a log can be re-judged in probability units (issue 46); None otherwise. Records
+written before these fields existed load with them None.
+
 The record is built from what the search already computed — the retrieved channels
 and the fused hits; the reasons are ``admission.explain``'s, the same words
 ``--explain`` shows — never by searching again. It is stored in the same database, in
@@ -89,6 +95,11 @@ class LoggedHit(_Frozen):
     rank: int
     score: float
     channels: tuple[str, ...]
+    #: channel → the calibrated probability of the candidate that channel admitted, and
+    #: the calibration cell it was read from; None when no channel had one (no
+    #: calibration for the profile, or a record written before issue 46).
+    probability: dict[str, float] | None = None
+    calibration_cell: dict[str, str] | None = None
 
 
 class LoggedRejection(_Frozen):
@@ -111,6 +122,8 @@ class LoggedRejection(_Frozen):
     query_script: str | None = None
     covered: bool | None = None
     pool_rank: int | None = None
+    probability: float | None = None
+    calibration_cell: str | None = None
 
 
 class SearchLogRecord(_Frozen):
@@ -162,15 +175,26 @@ def record_fields(
     # of the time per candidate of a dict each; ``SearchLogRecord`` expands it on read.
     refs: dict[tuple[str, int], int] = {}
     reasons: dict[str, int] = {}
+    cells: dict[str, int] = {}
     rows = []
+    # hit key → channel → (probability, cell) of the admitted candidates that have one
+    calibrated: dict[tuple[str, str, str], dict[str, tuple[float, str | None]]] = {}
     for d in decisions:
-        if d.admitted:
-            continue
         c = d.candidate
+        if d.admitted:
+            if c.probability is not None:
+                calibrated.setdefault(c.key, {})[c.channel] = (c.probability, c.calibration_cell)
+            continue
         ref = refs.setdefault((c.memory_ref.artifact_id, c.memory_ref.revision), len(refs))
-        rows.append([c.channel, c.rank, ref, c.entry_id, c.entry_version_id, reasons.setdefault(d.reason, len(reasons)),
-                     len(c.matched_terms), c.query_term_count, *[getattr(c, name) for name in _SIGNALS]])
+        row = [c.channel, c.rank, ref, c.entry_id, c.entry_version_id, reasons.setdefault(d.reason, len(reasons)),
+               len(c.matched_terms), c.query_term_count, *[getattr(c, name) for name in _SIGNALS]]
+        if c.probability is not None:  # the cell too is named by index: a handful per search
+            row += [c.probability, None if c.calibration_cell is None else cells.setdefault(c.calibration_cell,
+                                                                                             len(cells))]
+        rows.append(row)
     rejected = {"memories": [list(r) for r in refs], "reasons": list(reasons), "rows": rows}
+    if cells:
+        rejected["cells"] = list(cells)
     return {
         "logged_at": (logged_at or datetime.now(timezone.utc)).isoformat(),
         "question": question,
@@ -181,17 +205,30 @@ def record_fields(
         "embedding_profile": embedding_profile,
         "policy": policy.to_dict(),
         "limit": limit,
-        "hits": [{"memory_artifact_id": h.memory_ref.artifact_id, "revision": h.memory_ref.revision,
-                  "entry_id": h.entry_id, "entry_version_id": h.entry_version_id, "rank": i, "score": h.score,
-                  "channels": list(h.matched_by)} for i, h in enumerate(hits, start=1)],
+        "hits": [_hit(h, i, calibrated) for i, h in enumerate(hits, start=1)],
         "rejected": rejected,
     }
 
 
+def _hit(hit: MemoryHit, rank: int, calibrated: Mapping[tuple[str, str, str], Mapping[str, tuple]]) -> dict:
+    fields = {"memory_artifact_id": hit.memory_ref.artifact_id, "revision": hit.memory_ref.revision,
+              "entry_id": hit.entry_id, "entry_version_id": hit.entry_version_id, "rank": rank, "score": hit.score,
+              "channels": list(hit.matched_by)}
+    by_channel = calibrated.get((hit.memory_ref.artifact_id, hit.entry_id, hit.entry_version_id))
+    if by_channel:  # absent, not null, without a calibration: old and new records alike
+        fields["probability"] = {ch: p for ch, (p, _) in by_channel.items()}
+        fields["calibration_cell"] = {ch: cell for ch, (_, cell) in by_channel.items() if cell is not None}
+    return fields
+
+
 _SIGNALS = ("cosine", "centred", "support", "script", "query_script", "covered", "pool_rank")
 #: The columns of a stored rejected row, after (channel, channel_rank, memory index,
-#: entry_id, entry_version_id, reason index).
-_COMPACT = ("matched_terms", "query_terms", *_SIGNALS)
+#: entry_id, entry_version_id, reason index). The calibrated ones come last and only
+#: when the candidate has a probability (the cell as an index into ``cells``): a row
+#: without them — no calibration, or written before issue 46 — is shorter, and
+#: ``_expand_rejected`` zips it with these names, so the missing tail reads as None.
+_COMPACT = ("matched_terms", "query_terms", *_SIGNALS, "probability", "calibration_cell")
+_CELL_AT = len(_COMPACT) - 1
 
 
 def _expand_rejected(stored: Any) -> Any:
@@ -199,11 +236,13 @@ def _expand_rejected(stored: Any) -> Any:
     else is left for validation to judge)."""
     if not isinstance(stored, dict) or not {"memories", "reasons", "rows"} <= stored.keys():
         return stored
-    memories, reasons = stored["memories"], stored["reasons"]
+    memories, reasons, cells = stored["memories"], stored["reasons"], stored.get("cells", ())
     out = []
     try:
         for channel, rank, ref, entry_id, version_id, reason, *values in stored["rows"]:
             artifact_id, revision = memories[ref]
+            if len(values) > _CELL_AT and values[_CELL_AT] is not None:
+                values[_CELL_AT] = cells[values[_CELL_AT]]
             out.append({"channel": channel, "channel_rank": rank, "memory_artifact_id": artifact_id,
                         "revision": revision, "entry_id": entry_id, "entry_version_id": version_id,
                         "reason": reasons[reason], **dict(zip(_COMPACT, values))})

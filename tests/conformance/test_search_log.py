@@ -52,7 +52,62 @@ async def test_a_record_holds_the_question_the_hits_and_every_rejection_with_its
     assert refused, "the pool must hold a rejected candidate for this test to mean anything"
     assert [(r.entry_version_id, r.reason) for r in record.rejected] == refused
     assert all(r.reason and r.query_terms > 0 for r in record.rejected)
+    # full text only: no profile, no calibration, so no probability anywhere
+    assert all(r.probability is None and r.calibration_cell is None for r in record.rejected)
+    assert all(h.probability is None and h.calibration_cell is None for h in record.hits)
     assert abs(record.logged_at - datetime.now(timezone.utc)) < timedelta(minutes=1)
+
+
+async def test_every_logged_candidate_carries_its_calibrated_probability_and_cell(open_service, minilm):
+    """Issue 46: a profile with a calibration (MiniLM ships one) logs each candidate's
+    probability and the cell it was read from — a rejection its own, a hit one per
+    channel that admitted it — the very values the search's explain carried."""
+    svc = await open_service(ids=SequentialIds(), search_log=True, embedding=minilm)
+    rev = await _memory(svc)
+    for question in (QUESTION, "which port does the API listen on", "数据库迁移由谁审批？"):
+        await svc.search(question, memories=(rev,), mode="hybrid", limit=3)
+    records = await svc.search_log()
+    results = [await svc.search(r.question, memories=(rev,), mode="hybrid", limit=3, explain=True) for r in records]
+    channels_seen, cells = set(), set()
+    for record, result in zip(records, results):
+        assert record.embedding_profile == minilm.profile.profile_id
+        refused = [(d.candidate.channel, d.candidate.entry_version_id, d.candidate.probability,
+                    d.candidate.calibration_cell) for d in result.decisions if not d.admitted]
+        assert [(r.channel, r.entry_version_id, r.probability, r.calibration_cell) for r in record.rejected] == refused
+        admitted = {}
+        for d in result.decisions:
+            if d.admitted:
+                admitted.setdefault(d.candidate.entry_version_id, {})[d.candidate.channel] = (
+                    d.candidate.probability, d.candidate.calibration_cell)
+        for hit in record.hits:
+            want = admitted[hit.entry_version_id]
+            assert hit.probability == {ch: p for ch, (p, _) in want.items()}
+            assert hit.calibration_cell == {ch: cell for ch, (_, cell) in want.items()}
+            channels_seen |= set(hit.probability)
+        for r in record.rejected:
+            assert 0.0 <= r.probability <= 1.0 and r.calibration_cell.startswith(r.channel)
+            cells.add(r.calibration_cell.split(" (")[0])
+        channels_seen |= {r.channel for r in record.rejected}
+    assert channels_seen == {"fts", "vector"}
+    # the language pair is there: the Chinese question's vector candidates are cjk>latin
+    assert any(cell.startswith("vector") and "cjk>latin" in cell for cell in cells)
+
+
+def test_a_record_written_before_the_probability_fields_still_loads():
+    """Rows of records written before issue 46 hold nine signal columns and hits no
+    probability: they read back with None there."""
+    now = search_log.record_fields(
+        question="q", memories=(), requested_mode="fts", mode="fts", fallback_reason=None, embedding_profile=None,
+        policy=pc.AdmissionPolicy(), limit=3, channels={}, hits=())
+    old_row = ["fts", 2, 0, "mem_ent_1", "mem_ver_1", 0, 1, 4, None, None, 0.3, "latin", "latin", None, 5]
+    now["memories"] = [{"artifact_id": "mem_art_1", "revision": 1}]
+    now["rejected"] = {"memories": [["mem_art_1", 1]], "reasons": ["matched 1/4 terms, needs 2"], "rows": [old_row]}
+    now["hits"] = [{"memory_artifact_id": "mem_art_1", "revision": 1, "entry_id": "mem_ent_2",
+                    "entry_version_id": "mem_ver_2", "rank": 1, "score": 0.5, "channels": ["fts"]}]
+    record = SearchLogRecord.model_validate_json(search_log.pydantic_core.to_json(now))
+    (rejected,) = record.rejected
+    assert (rejected.support, rejected.pool_rank, rejected.probability, rejected.calibration_cell) == (0.3, 5, None, None)
+    assert (record.hits[0].probability, record.hits[0].calibration_cell) == (None, None)
 
 
 async def test_the_log_is_off_by_default(open_service):

@@ -171,7 +171,7 @@ def test_admission_inspector_wraps_the_reason_and_text_and_keeps_the_other_cells
         for row, reason in zip(rows, frame.reason):
             cells = dict(zip(frame.columns, row))
             assert cells["reason"][1] == reason  # whole, not cut
-            wrapped = ("reason", "text", "memory", "entry_id")
+            wrapped = ("reason", "cell", "text", "memory", "entry_id")  # cell: the calibration cell, words
             for name in wrapped:
                 assert "white-space:normal" in cells[name][0]["style"] and "overflow-wrap:anywhere" in cells[name][0]["style"]
             assert all("white-space:nowrap" in cells[c][0]["style"] for c in frame.columns if c not in wrapped)
