@@ -117,7 +117,7 @@ async def measure(svc, rev, texts, questions, vectors, backend_name, n, explain)
 
 
 async def serially(svc, state: str, measured) -> list:
-    """OceanBase reads a hybrid search's two channels at once (oceanbase_search.py): the
+    """OceanBase reads a hybrid search's two channels at once (oceanbase/search.py): the
     same measurement with them read one after the other, for the difference."""
     if not hasattr(svc.backend, "concurrent_channels"):
         return []

@@ -66,7 +66,7 @@ async def test_commit_during_search_never_yields_silently_empty_hits(open_servic
 async def test_a_commit_during_the_vector_read_is_seen_as_in_a_full_text_read(open_service, backend_name, monkeypatch,
                                                                              minilm):
     """On OceanBase a hybrid search reads its vector channel on a connection of its own,
-    beside the full-text statement (oceanbase_search._channel_rows). A commit that lands
+    beside the full-text statement (oceanbase/search.py, _channel_rows). A commit that lands
     during that read is caught by the same heads re-read as one during the full-text
     statement: a conflict on OceanBase, hits of the requested Revision on SQLite."""
     threads = await search_while_the_head_moves(open_service, backend_name, monkeypatch, "hybrid", "_vector_query",
