@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import powercontext as pc
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -22,38 +24,62 @@ def test_readme_starts_with_the_two_commands():
     assert "make eval" in first_block and "make test" in first_block
 
 
-def test_readme_python_blocks_run(tmp_path):
+def runnable_blocks() -> list[str]:
+    """Every Python block that is a whole program (the OceanBase line is a fragment: it
+    needs the URL a running server printed, and runs in test_seekdb's CLI test)."""
+    return [b for b in python_blocks() if "asyncio.run(main())" in b or b.startswith("from powercontext.eval")]
+
+
+@pytest.fixture(scope="module")
+def pasted(tmp_path_factory) -> dict[str, tuple[str, str]]:
+    """Every runnable block pasted twice into a fresh ``python -c``, one block after the
+    other in one folder, as a reader going down the README would: block → (first
+    stdout, second stdout). Each block's first run is the fresh process on a fresh
+    database file (the blocks name different files, except the migration block, which
+    reads the multilingual block's on purpose), so the tests of one block's output read
+    its first run here instead of paying for a third process of their own (the eight
+    blocks cost ~70 s of the suite, most of it loading models in each process)."""
+    folder = tmp_path_factory.mktemp("readme")
+
+    def run(block):
+        done = subprocess.run([sys.executable, "-c", block], cwd=folder, capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        assert done.returncode == 0, (block[:200], done.stderr[-2000:])
+        return done.stdout
+    return {block: (run(block), run(block)) for block in runnable_blocks()}
+
+
+def first_run(pasted, marker: str) -> str:
+    (block,) = [b for b in python_blocks() if marker in b]
+    return pasted[block][0]
+
+
+def test_readme_python_blocks_run(pasted):
     blocks = python_blocks()
-    assert blocks
-    for block in blocks[:1]:
-        done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.startswith("fts 0.0164 ('fts',) Run make test before every push.\n")
-        assert "deactivate" in done.stdout
+    assert blocks and blocks[0] in pasted  # the first block, as pasted into a fresh process
+    printed = pasted[blocks[0]][0]
+    assert printed.startswith("fts 0.0164 ('fts',) Run make test before every push.\n")
+    assert "deactivate" in printed
     assert "1/61 = 0.0164" in README.read_text()  # the score it prints is explained next to it
 
 
-def test_readme_vector_block_runs_as_pasted_and_finds_its_answer_in_both_modes(tmp_path, monkeypatch, capsys):
-    """Verbatim, in this process (the model is already imported here, which saves ~10 s)."""
-    (block,) = [b for b in python_blocks() if '"vectors.db"' in b]
-    monkeypatch.chdir(tmp_path)
-    exec(compile(block, "README.md", "exec"), {"__name__": "__main__"})
+def test_readme_vector_block_runs_as_pasted_and_finds_its_answer_in_both_modes(pasted):
+    """Verbatim, in a fresh process on a fresh vectors.db."""
+    printed = first_run(pasted, '"vectors.db"')
     answer = "The data team approves schema changes before any migration runs."
-    assert capsys.readouterr().out.splitlines() == [
+    assert printed.splitlines() == [
         f"fts 0.0164 ('fts',) {answer}", f"hybrid 0.0328 ('fts', 'vector') {answer}"]
     readme = README.read_text()
     assert f"fts 0.0164 ('fts',) {answer}" in readme and f"hybrid 0.0328 ('fts', 'vector') {answer}" in readme
 
 
-def test_readme_search_log_block_runs_as_pasted_and_prints_what_the_readme_shows(tmp_path):
+def test_readme_search_log_block_runs_as_pasted_and_prints_what_the_readme_shows(pasted):
     """The search-log tour (issue 44), verbatim in a fresh process; its output is quoted
     under it in the README."""
-    (block,) = [b for b in python_blocks() if '"searchlog.db"' in b]
-    done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "what must I run before a push? fts [(1, ('fts',))]\n" in done.stdout
-    assert "fts matched 1/4 terms, needs 3" in done.stdout and done.stdout.endswith("1 record deleted\n")
-    assert f"```\n{done.stdout}```" in README.read_text()
+    printed = first_run(pasted, '"searchlog.db"')
+    assert "what must I run before a push? fts [(1, ('fts',))]\n" in printed
+    assert "fts matched 1/4 terms, needs 3" in printed and printed.endswith("1 record deleted\n")
+    assert f"```\n{printed}```" in README.read_text()
 
 
 def test_public_entry_points_exist():
@@ -70,34 +96,23 @@ def test_every_magic_subcommand_is_in_the_readme():
     assert not missing, missing
 
 
-def test_readme_patch_and_agent_view_block_runs(tmp_path):
-    (block,) = [b for b in python_blocks() if "svc.patch(" in b]
-    done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("patch offset=26 length=9 delta=+0: vite moved\n<untrusted-memory>\n")
-    assert "port 5174; the API is proxied under /api." in done.stdout
+def test_readme_patch_and_agent_view_block_runs(pasted):
+    printed = first_run(pasted, "svc.patch(")
+    assert printed.startswith("patch offset=26 length=9 delta=+0: vite moved\n<untrusted-memory>\n")
+    assert "port 5174; the API is proxied under /api." in printed
 
 
-def runnable_blocks() -> list[str]:
-    """Every Python block that is a whole program (the OceanBase line is a fragment: it
-    needs the URL a running server printed, and runs in test_seekdb's CLI test)."""
-    return [b for b in python_blocks() if "asyncio.run(main())" in b or b.startswith("from powercontext.eval")]
-
-
-def test_every_readme_snippet_runs_twice_in_one_folder(tmp_path):
+def test_every_readme_snippet_runs_twice_in_one_folder(pasted):
     """Issue 36: re-running the Runtime snippet raised AttributeError ('NoneType' object
     has no attribute 'ref'): the second flush is idle. Pasting a snippet twice must work,
     and print the same lines again (ids aside)."""
     blocks = runnable_blocks()
-    assert len(blocks) == len(python_blocks()) - 1
+    assert len(blocks) == len(python_blocks()) - 1 and list(pasted) == blocks
 
-    def printed(block):
-        done = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                              env={**os.environ, "HF_HUB_OFFLINE": "1"})
-        assert done.returncode == 0, (block[:200], done.stderr[-2000:])
-        return re.sub(r"hash [0-9a-f]+", "hash H", re.sub(r"(mem_(art|ent|ver)_)\w{26}", r"\1ID", done.stdout))
+    def ids_aside(stdout):
+        return re.sub(r"hash [0-9a-f]+", "hash H", re.sub(r"(mem_(art|ent|ver)_)\w{26}", r"\1ID", stdout))
     for block in blocks:
-        first, second = printed(block), printed(block)
+        first, second = (ids_aside(out) for out in pasted[block])
         if "PowerContextRuntime" in block:  # the second capture is the same payload: nothing new to flush
             assert first.splitlines()[:2] == ["1 True", "committed (0, 1]"]
             assert second.splitlines()[:2] == ["1 False", "idle None"]

@@ -82,7 +82,8 @@ _ENTRY_ID = re.compile(r"[a-z]{3}-[0-9]{4}")
 _QUERY_ID = re.compile(r"[a-z]{3}-q[0-9]{3,4}")
 _SOURCE = re.compile(r"src_[a-z0-9_]+")
 
-#: Where the bundled corpora live: the project's datasets/ folder next to this package
+#: Where the bundled corpora live: the project's datasets/ folder beside the eval package (this
+#: module is eval/corpora/datasets.py, so two folders up)
 #: (an editable install or a checkout). ``bundled()`` finds a corpus by its bare name
 #: there, so ``--dataset atlas-etl`` works from any working directory.
 BUNDLED_ROOT = Path(__file__).resolve().parents[2] / "datasets"
