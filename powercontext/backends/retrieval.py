@@ -234,7 +234,7 @@ class AuthoritativeRetrieval:
         return tuple(out)
 
     def _scripts_of(self, searchable_texts: list[str]) -> dict[str, str]:
-        """``analyzer.script_of_tokens`` of each stored searchable_text — the entry's
+        """``analyzer.script_of_stored`` of each stored searchable_text — the entry's
         script as its stored analyzer tokens show it, no re-analysis of candidate texts
         on the search path — cached by that exact text (a function of it alone): a
         hybrid search asks it of ~64 candidates, which cost more than the vector query
@@ -242,7 +242,7 @@ class AuthoritativeRetrieval:
         scripts = self.script_cache.get_many(searchable_texts)
         for text in searchable_texts:
             if text not in scripts:
-                scripts[text] = analyzer.script_of_tokens(text.split())
+                scripts[text] = analyzer.script_of_stored(text)
                 self.script_cache.put(text, scripts[text], 2 * len(text) + 120)
         return scripts
 
