@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from powercontext import analyzer  # noqa: E402
-from powercontext.backends.sqlite import FTS_TOKENIZE  # noqa: E402
+from powercontext.backends.sqlite.backend import FTS_TOKENIZE  # noqa: E402
 from powercontext.embedding import MINILM_PROFILE, minilm_path  # noqa: E402
 from powercontext.memory import admission, fusion  # noqa: E402
 from powercontext.memory.admission import AdmissionPolicy  # noqa: E402

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from powercontext.backends.seekdb import SeekdbServer, ensure_server
+from powercontext.backends.seekdb.server import SeekdbServer, ensure_server
 
 
 @contextlib.contextmanager

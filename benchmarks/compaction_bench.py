@@ -1,5 +1,5 @@
 """OceanBase search on a freshly loaded Memory, then after the server compacts it
-(powercontext/backends/OCEANBASE_NOTES.md, "Compaction").
+(powercontext/backends/oceanbase/OCEANBASE_NOTES.md, "Compaction").
 
     .venv/bin/python benchmarks/compaction_bench.py [--size 10000] [--queries 20] [--settle 90]
 

@@ -85,7 +85,7 @@ class OB:
 
 class Lite:
     def __call__(self, depth):
-        # the library's statement (sqlite.py), on the same rows
+        # the library's statement (sqlite/backend.py), on the same rows
         return ("SELECT h.memory_artifact_id, h.entry_id, h.searchable_text FROM heads_fts AS f "
                 "JOIN heads AS h ON h.rowid = f.rowid WHERE heads_fts MATCH ? "
                 f"ORDER BY f.rank, h.memory_artifact_id, h.entry_id LIMIT {depth}")

@@ -36,7 +36,7 @@ import numpy as np
 import perf_bench as pb
 from bulk_load_bench import FULLTEXT, ID, TEXT, insert, scratch_database, timed_steps
 from model_vectors import CorpusVectors
-from powercontext.backends.oceanbase_search import VECTOR_MARGIN
+from powercontext.backends.oceanbase.search import VECTOR_MARGIN
 
 POOL = 32
 SETTINGS = {  # name -> the vector index's WITH (…) beyond its distance

@@ -43,10 +43,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import powercontext as pc  # noqa: E402
-from powercontext.eval import datasets  # noqa: E402
+from powercontext.eval.corpora import datasets  # noqa: E402
 from powercontext.eval.judging.folder import PoolFolder  # noqa: E402
 from powercontext.eval.judging.pool import fold, query_id  # noqa: E402
-from powercontext.eval.loader import load_corpus  # noqa: E402
+from powercontext.eval.running.loader import load_corpus  # noqa: E402
 
 ASK = """
 import asyncio, json, sys

@@ -53,12 +53,12 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from powercontext.eval.analysis import build_replays, sweep_table  # noqa: E402
-from powercontext.eval.collect import collect  # noqa: E402
-from powercontext.eval.grid import Grid  # noqa: E402
+from powercontext.eval.scoring.analysis import build_replays, sweep_table  # noqa: E402
+from powercontext.eval.running.collect import collect  # noqa: E402
+from powercontext.eval.scoring.grid import Grid  # noqa: E402
 from powercontext.eval.judging.order import order_questions, sample_order, uncertainty  # noqa: E402
-from powercontext.eval.recommend import Objective, choose, point_rows  # noqa: E402
-from powercontext.eval.retrieval import channels_of, records_by  # noqa: E402
+from powercontext.eval.scoring.recommend import Objective, choose, point_rows  # noqa: E402
+from powercontext.eval.running.retrieval import channels_of, records_by  # noqa: E402
 
 MODE = "hybrid"
 FAMILIES = ("centred+cross-script+coverage", "floors+cross-script+coverage")

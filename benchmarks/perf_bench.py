@@ -62,7 +62,7 @@ from pathlib import Path
 import bench_dirs
 import powercontext as pc
 from powercontext.backends.retrieval import fts_fetch_size
-from powercontext.backends.seekdb import drop_database
+from powercontext.backends.seekdb.urls import drop_database
 from powercontext.embedding import MINILM_PROFILE, EmbeddingResult
 from powercontext.memory import arguments
 

@@ -29,9 +29,9 @@ import tempfile
 from pathlib import Path
 
 import powercontext as pc
-from powercontext.eval import datasets
+from powercontext.eval.corpora import datasets
 from powercontext.eval.judging.pool import pool_question
-from powercontext.eval.loader import load_corpus
+from powercontext.eval.running.loader import load_corpus
 
 DEPTHS = (10, 20, 40)
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_dirs  # noqa: E402
 import powercontext as pc  # noqa: E402
 from perf_bench import SeededVectors, corpus_texts, load, machine, peak_rss_mb, synthesize  # noqa: E402
-from powercontext.backends.seekdb import drop_database  # noqa: E402
+from powercontext.backends.seekdb.urls import drop_database  # noqa: E402
 from powercontext.errors import PowerContextError  # noqa: E402
 
 

@@ -5,7 +5,7 @@ and what the embedding cache costs next to raw sentence-transformers encode.
                                                [--out results/bench] [--reuse] [--no-embed]
 
 1. Loads every bundled corpus into a fresh database per backend and retrieves every
-   query once per mode (``powercontext.eval.collect``): the retrieval pass, timed per
+   query once per mode (``powercontext.eval.running.collect``): the retrieval pass, timed per
    backend and mode as the sum of the ``svc.retrieve`` calls.
 2. Replays exactly 1,000 (policy, limit) points per mode over all queries with every
    metric aggregated per corpus × split (building the arrays included), and prints
@@ -34,11 +34,11 @@ ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from powercontext.eval.collect import collect, corpus_texts  # noqa: E402
-from powercontext.eval.datasets import discover, load  # noqa: E402
-from powercontext.eval.analysis import build_replays, split_groups  # noqa: E402
-from powercontext.eval.retrieval import channels_of  # noqa: E402
-from powercontext.eval.sweep import Grid  # noqa: E402
+from powercontext.eval.running.collect import collect, corpus_texts  # noqa: E402
+from powercontext.eval.corpora.datasets import discover, load  # noqa: E402
+from powercontext.eval.scoring.analysis import build_replays, split_groups  # noqa: E402
+from powercontext.eval.running.retrieval import channels_of  # noqa: E402
+from powercontext.eval.scoring.sweep import Grid  # noqa: E402
 from powercontext.memory import admission  # noqa: E402
 
 LIMITS = (1, 3, 5, 8, 10)
@@ -118,7 +118,7 @@ async def embedding_figures(corpora) -> None:
     from sentence_transformers import SentenceTransformer
 
     from powercontext.embedding import SentenceTransformerEmbedding, minilm_path
-    from powercontext.eval.embedcache import CachingEmbedding
+    from powercontext.eval.running.embedcache import CachingEmbedding
 
     texts = corpus_texts(corpora)
     print(f"\n== embedding throughput ({len(texts)} distinct texts: entry texts incl. history, and queries)")

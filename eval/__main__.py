@@ -24,7 +24,7 @@ evaluates one policy through ``admission.fuse`` itself. ``validate`` checks corp
 folders without running anything (``--style bundled`` adds the bundled corpora's
 conventions). ``import`` turns a public benchmark (LoCoMo-10, LongMemEval, a BEIR
 folder, a TREC collection) into a corpus folder with a datasheet stub; see
-``powercontext.eval.importers``. A corpus with errors is refused with every problem as ``file:line:
+``powercontext.eval.corpora.importers``. A corpus with errors is refused with every problem as ``file:line:
 what`` and exit code 2; a corpus that only breaks the bundled corpora's house style
 runs (a bundled one with a line saying how many style notes it has). ``cleanup`` drops
 the ``pc_eval_*`` databases no live run of the seekdb store claims (those of killed
@@ -44,11 +44,11 @@ from pathlib import Path
 
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
-from .databases import BACKENDS
+from .running.databases import BACKENDS
 from . import calibrate_cli
 from .judging import cli_judge
-from .metrics import METRIC_NAMES
-from .sweep import INITIAL, MODES, Grid
+from .scoring.metrics import METRIC_NAMES
+from .scoring.sweep import INITIAL, MODES, Grid
 
 _DEFAULT_GRID = Grid()
 #: ``sweep --quick`` (``make eval-quick``): one model, SQLite, three of the bundled corpora
@@ -72,7 +72,7 @@ def _names(what: str, known: tuple[str, ...]):
     """A comma-separated list of known names, checked when the arguments are parsed
     (before any server, model or progress bar starts)."""
     def parse(text: str):
-        from .databases import EvalError, check_names
+        from .running.databases import EvalError, check_names
 
         try:
             return check_names(what, [x.strip() for x in text.split(",") if x.strip()], known)
@@ -281,10 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cleanup_command(args) -> int:
     """``cleanup``: one line per database dropped (and why), or "nothing to clean"."""
-    from powercontext.backends.seekdb import SeekdbStartError, default_store
+    from powercontext.backends.seekdb.server import SeekdbStartError
+    from powercontext.backends.seekdb.store import default_store
     from powercontext.errors import PowerContextError
 
-    from .store_runs import cleanup
+    from .running.store_runs import cleanup
 
     import pymysql
 
@@ -300,8 +301,8 @@ def cleanup_command(args) -> int:
 
 def import_command(args) -> int:
     """``import``: write the corpus, print where and what, exit 2 on a wrong layout."""
-    from .datasets import validate
-    from .importers import FORMATS, ImporterError
+    from .corpora.datasets import validate
+    from .corpora.importers import FORMATS, ImporterError
 
     for name in ("src", "out", "qrels", "topics", "collection", "memory"):
         value = getattr(args, name, None)
@@ -337,7 +338,7 @@ def import_command(args) -> int:
 
 def validate_command(args) -> int:
     """``validate``: one line per valid corpus, every problem of the others; exit 2 if any fails."""
-    from .datasets import DatasetError, validate
+    from .corpora.datasets import DatasetError, validate
 
     status = 0
     for path in args.datasets:
@@ -359,7 +360,7 @@ def _preflight(datasets: list[Path], style: str) -> None:
     """Refuse a corpus with errors before any server starts. The bundled corpora's house
     style (id patterns, tag quotas, sizes) is a rule for the corpora shipped here only: a
     bundled corpus that breaks it gets one line, a researcher's own corpus none."""
-    from .datasets import BUNDLED_ROOT, validate
+    from .corpora.datasets import BUNDLED_ROOT, validate
 
     for path in datasets:
         notes = validate(path, style=style).style_notes
@@ -371,7 +372,7 @@ def _preflight(datasets: list[Path], style: str) -> None:
 def footer(results, started: float, extra: list[tuple[str, Path]] = ()) -> str:
     """Wall time, peak memory, stage times, and every run folder and report: ``results``
     is one SweepResult or {name: SweepResult} (one per model or analyzer)."""
-    from .console import where_lines, wrap
+    from .presenting.console import where_lines, wrap
 
     single = not isinstance(results, dict)
     results = {"": results} if single else results
@@ -407,13 +408,13 @@ def _quick(args) -> None:
     """``--quick``: its corpora, database and model, refused beside options that name others."""
     if not getattr(args, "quick", False):
         return
-    from .databases import EvalError
+    from .running.databases import EvalError
 
     given = [flag for flag, on in (("--all", args.all), ("--dataset", args.dataset), ("--backends", args.backends),
                                    ("--embeddings", args.embeddings != ("minilm",))) if on]
     if given:
         raise EvalError(f"--quick sets the corpora, database and model itself; drop {', '.join(given)}")
-    from .datasets import BUNDLED_ROOT
+    from .corpora.datasets import BUNDLED_ROOT
 
     args.dataset = [str(BUNDLED_ROOT / name) for name in QUICK["datasets"]]
     args.backends, args.embeddings = QUICK["backends"], QUICK["embeddings"]
@@ -426,15 +427,15 @@ def _datasets(args) -> list[Path] | str:
         raise SystemExit("error: give --all or --dataset, not both")
     if not args.all and not args.dataset:
         raise SystemExit("error: give --dataset datasets/<name> (repeatable) or --all")
-    from .datasets import resolve_datasets
+    from .corpora.datasets import resolve_datasets
 
     return resolve_datasets(None, args.datasets_root) if args.all else resolve_datasets(args.dataset)
 
 
 def external_runs(options: list[str]) -> dict[str, Path]:
     """``--run NAME=PATH`` options as name → path (a name given twice is refused)."""
-    from .databases import EvalError
-    from .external import parse_run_option
+    from .running.databases import EvalError
+    from .running.external import parse_run_option
 
     runs: dict[str, Path] = {}
     for text in options:
@@ -462,12 +463,12 @@ def main(argv: list[str] | None = None) -> int:
         from .judging.cli import run as judging_command
 
         return judging_command(args)
-    from powercontext.backends.seekdb import SeekdbStartError
+    from powercontext.backends.seekdb.server import SeekdbStartError
     from powercontext.errors import PowerContextError
 
     from . import harness
-    from .databases import EvalError
-    from .datasets import DatasetError
+    from .running.databases import EvalError
+    from .corpora.datasets import DatasetError
 
     try:
         _quick(args)
@@ -484,8 +485,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command != "analyzers":
             options["analyzer"] = args.analyzer
         if args.command in ("sweep", "analyzers"):
-            from .recommend import Objective
-            from .console import format_summary, side_by_side_lines, wrap
+            from .scoring.recommend import Objective
+            from .presenting.console import format_summary, side_by_side_lines, wrap
 
             try:
                 grid = Grid(tuple(args.terms), tuple(args.coverages), args.cosines, tuple(args.limits),
@@ -534,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
                     "false_admission", "false_admission_ci", "empty_answer", "hits"]
             print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
             if args.out:
-                from .results import write_table
+                from .presenting.results import write_table
 
                 write_table(per_query.drop(columns=["text"]), args.out, "per_query")
                 write_table(summary, args.out, "summary")

@@ -43,9 +43,9 @@ def add_parsers(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from powercontext.errors import PowerContextError
 
-    from .calibration_report import write
-    from .databases import EvalError
-    from .datasets import DatasetError
+    from .presenting.calibration_report import write
+    from .running.databases import EvalError
+    from .corpora.datasets import DatasetError
     from .harness import calibrate
 
     try:

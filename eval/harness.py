@@ -42,19 +42,19 @@ from powercontext.loop import default_runner
 from powercontext.memory import admission
 from powercontext.memory.admission import AdmissionPolicy
 
-from . import metrics as M
-from .collect import Collected, collect
-from .databases import BACKENDS, EvalError, check_names
-from .datasets import resolve_datasets  # noqa: F401  (harness.resolve_datasets, the door's name)
-from .recommend import Objective
-from .retrieval import channels_of, records_by
-from .splits import DEFAULT_SEED
-from .sweep import INITIAL, MODES, Grid, point_values, policy_label
-from .external import external_runs
-from .private import missing_folders, remove_empty
-from .progress import run as run_progress, stage
-from .tables import check_metrics, summary_frame
-from .analysis import SweepResult, analyse  # noqa: F401  (harness.analyse, harness.SweepResult)
+from .scoring import metrics as M
+from .running.collect import Collected, collect
+from .running.databases import BACKENDS, EvalError, check_names
+from .corpora.datasets import resolve_datasets  # noqa: F401  (harness.resolve_datasets, the door's name)
+from .scoring.recommend import Objective
+from .running.retrieval import channels_of, records_by
+from .corpora.splits import DEFAULT_SEED
+from .scoring.sweep import INITIAL, MODES, Grid, point_values, policy_label
+from .running.external import external_runs
+from .running.private import missing_folders, remove_empty
+from .presenting.progress import run as run_progress, stage
+from .scoring.tables import check_metrics, summary_frame
+from .scoring.analysis import SweepResult, analyse  # noqa: F401  (harness.analyse, harness.SweepResult)
 
 __all__ = [
     "SweepResult", "acalibrate", "acompare_analyzers", "acompare_embeddings", "afit", "analyse", "arun", "asummary", "asweep",
@@ -75,8 +75,8 @@ def load(run: str | Path):
     DataFrames, ``.info`` from summary.json, and ``load(run).explain(query_id,
     policy="default")``: why a query got the hits it got, read from the folder alone.
     What ``ThresholdTuner`` takes as well as a live SweepResult."""
-    from .explain import ExplainedRun
-    from .results import load as load_tables
+    from .scoring.explain import ExplainedRun
+    from .presenting.results import load as load_tables
 
     tables = load_tables(run)
     return ExplainedRun(tables.out, tables.tables, info_path=tables.out / "summary.json")
@@ -118,8 +118,8 @@ async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), mo
     several, or "all" (the bundled ones); ``folds``, ``seed``, ``runs``, ``metrics`` and
     ``full_grid`` as in ``analyse`` (the seed also fixes the split of a corpus that has
     none); ``style="bundled"`` refuses corpora that break the bundled corpora's conventions."""
-    from .datasets import validate
-    from .report import default_out, write_run
+    from .corpora.datasets import validate
+    from .presenting.report import default_out, write_run
 
     backends, modes, datasets = _backends(backends), _modes(modes), resolve_datasets(datasets)  # before any bar
     check_metrics(metrics)
@@ -153,14 +153,14 @@ async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), mo
 
 def stage_kinds(modes: Sequence[str], backends: Sequence[str], write: bool = True) -> list[str]:
     """The stages of one model's sweep, in order (``progress``)."""
-    from .collect import vector_modes
+    from .running.collect import vector_modes
 
     return [*(["embed"] if vector_modes(modes) else []), *backends, "sweep", "analyse", *(["report"] if write else [])]
 
 
 def _model_name(embedding: Any, modes: Sequence[str]) -> str | None:
     """The model's name in the progress lines: minilm, e5, a folder's name; None for fts only."""
-    from .collect import vector_modes
+    from .running.collect import vector_modes
 
     if not vector_modes(modes):
         return None
@@ -187,8 +187,8 @@ async def acompare_analyzers(datasets: Any = None, analyzers: Sequence[str] = ("
     """Sweep the same corpora once per analyzer (run folders ``out/<analyzer>``) and put
     the figures side by side (``out/analyzers.csv`` and ``.md``; ``analyzers.side_by_side``).
     Returns the table and each analyzer's SweepResult (``SweepResult.compared``)."""
-    from . import analyzers as side
-    from .report import default_out
+    from .presenting import analyzers as side
+    from .presenting.report import default_out
 
     if len(set(analyzers)) < 2:
         raise EvalError(f"compare at least two analyzers, got {list(analyzers)}")
@@ -247,8 +247,8 @@ async def acompare_embeddings(datasets: Any = None, embeddings: Sequence[Any] = 
     ``SweepResult.compared`` leaves it (no replays, candidates or swept grid: its run
     folder has them), or — ``whole=True``, for a notebook that plots them — whole, at
     the cost of holding every model's replays at once (``make eval`` does not)."""
-    from . import embeddings as side
-    from .report import default_out
+    from .presenting import embeddings as side
+    from .presenting.report import default_out
 
     if isinstance(embeddings, (str, Path)) or len(embeddings) < 2:
         raise EvalError(f"compare at least two embedding models, got {embeddings!r}")
@@ -323,7 +323,7 @@ async def acalibrate(datasets: Any, profile: Any, out: str | Path | None = None,
     ``svc.calibration = report.calibration``), ``report.cells`` the n, ECE and Brier of
     each cell; with ``out`` the artefact, the table and the reliability diagram are
     written there (``calibration_report``)."""
-    from .calibration_report import acalibrate as fit_and_score
+    from .presenting.calibration_report import acalibrate as fit_and_score
 
     return await fit_and_score(datasets, profile, out=out, folds=folds, **options)
 

@@ -38,7 +38,7 @@ LABELS: tuple[tuple[type[BaseException], str], ...] = (
 
 def _seekdb_error() -> type[BaseException] | None:
     try:
-        from powercontext.backends.seekdb import SeekdbStartError
+        from powercontext.backends.seekdb.server import SeekdbStartError
     except ImportError:  # pragma: no cover - the oceanbase extra is optional
         return None
     return SeekdbStartError

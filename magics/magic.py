@@ -23,7 +23,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from traitlets import Bool, Enum, Int, Unicode, observe
 
 from powercontext import AdmissionPolicy
-from powercontext.backends.seekdb import default_store
+from powercontext.backends.seekdb.store import default_store
 
 from powercontext.suggest import unknown_name
 
@@ -73,7 +73,7 @@ class PcMem(Magics, policy_options.PolicyTraits):
     kind = Unicode("fact", help="default --kind of remember").tag(config=True)
     database = Unicode("pcmem", help="database name used by `open --seekdb`").tag(config=True)
     seekdb_dir = Unicode("", help="server directory used by `open --seekdb` without DIR (default: this checkout's own "
-                                  "store, seekdb_store.default_store)").tag(config=True)
+                                  "store, seekdb.store.default_store)").tag(config=True)
     embedding = Unicode(None, allow_none=True, help="default --embedding of open (e.g. 'minilm')").tag(config=True)
     # Off by default: logged questions can hold secrets (powercontext/memory/search_log.py).
     search_log = Bool(False, help="open databases with the search log on (as `open --search-log`)").tag(config=True)
@@ -474,7 +474,7 @@ class PcMem(Magics, policy_options.PolicyTraits):
     def _eval(self, args, cell):
         """Run the threshold-evaluation harness and return its summary."""
         try:
-            from powercontext.eval.databases import EvalError
+            from powercontext.eval.running.databases import EvalError
             from powercontext.eval.harness import summary
         except ImportError:
             print("the evaluation harness needs the eval extra: pip install 'powercontext[eval]'")

@@ -192,7 +192,9 @@ def _open(magics, session: RuntimeSession, args, cell):
     if args.seekdb is not None:
         if args.target:
             raise PcMemUserError("give either TARGET or --seekdb [DIR], not both")
-        from powercontext.backends.seekdb import database_url, default_store, ensure_server
+        from powercontext.backends.seekdb.urls import database_url
+        from powercontext.backends.seekdb.store import default_store
+        from powercontext.backends.seekdb.server import ensure_server
 
         url, server = ensure_server(Path(args.seekdb or magics.seekdb_dir or default_store()).expanduser())
         target = database_url(url, args.database)

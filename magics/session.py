@@ -61,7 +61,7 @@ class Session:
                     search_log: bool = False) -> pc.MemoryService:
         """Attach to the seekdb server running on ``base_dir`` or start one there
         (``POWERCONTEXT_OCEANBASE_URL`` wins if set), then open ``database`` on it."""
-        from powercontext.backends.seekdb import ensure_server
+        from powercontext.backends.seekdb.server import ensure_server
 
         if self.server is None or not self.server.running:
             url, server = ensure_server(Path(base_dir).expanduser())

@@ -72,13 +72,13 @@ async def open(target: Any, embedding: Any = None, analyzer: str | None = None, 
     profile = None if model is None else model.profile
     path = _sqlite_path(target)
     if path is not None:
-        from .backends.sqlite import SQLiteMemoryBackend
+        from .backends.sqlite.backend import SQLiteMemoryBackend
 
         backend = await asyncio.to_thread(SQLiteMemoryBackend, path, profile, analyzer)
         return MemoryService(backend, embedding=model, **service_options)
     scheme = target.split("://", 1)[0].lower()  # urlparse would raise on a malformed host
     if scheme in ("oceanbase", "mysql"):
-        from .backends.oceanbase import OceanBaseMemoryBackend
+        from .backends.oceanbase.backend import OceanBaseMemoryBackend
 
         backend = await asyncio.to_thread(lambda: OceanBaseMemoryBackend(target, profile, analyzer=analyzer))
         return MemoryService(backend, embedding=model, **service_options)

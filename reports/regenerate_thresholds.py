@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 
 from powercontext.eval import harness
-from powercontext.eval.recommend import Objective
-from powercontext.eval.sweep import Grid
+from powercontext.eval.scoring.recommend import Objective
+from powercontext.eval.scoring.sweep import Grid
 
 HERE = Path(__file__).resolve().parent / "thresholds"
 ROOT = HERE.parents[1]
@@ -45,7 +45,7 @@ def main(out: str) -> None:
 def copy_kept(out: Path) -> None:
     """Copy the KEPT files of run folder ``out`` here; a table a sweep writes only as
     Parquet (more than ``results.CSV_ROWS`` rows) is written here as CSV from it."""
-    from powercontext.eval.results import read_table, write_csv
+    from powercontext.eval.presenting.results import read_table, write_csv
 
     for name in KEPT:
         source = out / name

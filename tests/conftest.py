@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.canonical import SequentialIds
 
 BACKENDS = ["sqlite", "oceanbase"]
@@ -87,7 +87,8 @@ def profile_model(request):
 def oceanbase_url(tmp_path_factory):
     """One real OceanBase-kernel server per test session: POWERCONTEXT_OCEANBASE_URL if
     set, else a seekdb started from the pylibseekdb wheel. Failing to start fails."""
-    from powercontext.backends.seekdb import SeekdbServer, oceanbase_url_from_env
+    from powercontext.backends.seekdb.server import SeekdbServer
+    from powercontext.backends.seekdb.urls import oceanbase_url_from_env
 
     url = oceanbase_url_from_env()
     if url:

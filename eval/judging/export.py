@@ -18,9 +18,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..corpus import language
-from ..datasets import validate
-from ..datasheet import update_readme
+from ..corpora.corpus import language
+from ..corpora.datasets import validate
+from ..corpora.datasheet import update_readme
 from .agreement import Agreement, log_agreement
 from .folder import JudgingError, PoolFolder, jsonl
 from .judgments import JudgmentLog, check_judge, judges_of, read_judgments, read_pool

@@ -19,7 +19,7 @@ plotted curve as tables.
 
 Given a SweepResult, the tuner also shows the run's named points (``result.peers``):
 each peer library's documented default (mem0, LangChain, LlamaIndex, Graphiti, … —
-``powercontext.eval.references``) replayed at its own top-k, and this project's
+``powercontext.eval.scoring.references``) replayed at its own top-k, and this project's
 default and recommendation, as a table under the selected point's metrics and, where
 a peer's policy sets the plotted threshold, as labelled diamonds on the plot.
 """
@@ -33,7 +33,7 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
-from powercontext.eval.plots import cosine_positions, place_labels
+from powercontext.eval.presenting.plots import cosine_positions, place_labels
 from powercontext.memory import policy_fields
 
 from ..display import esc, html_table

@@ -196,7 +196,7 @@ class PortableSQL:
     def _read_projection_texts(self, tx, artifact_id):
         """(entry_id, searchable_text, the full-text index's copy of it) of each head
         row. Here the index is built over the column itself (OceanBase's FULLTEXT), so
-        the copy is the column; SQLite's FTS5 table keeps its own (sqlite.py)."""
+        the copy is the column; SQLite's FTS5 table keeps its own (sqlite/backend.py)."""
         return self._rows(
             tx, "SELECT entry_id, searchable_text, searchable_text FROM memory_entry_heads WHERE memory_artifact_id = ?",
             (artifact_id,)

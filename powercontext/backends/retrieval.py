@@ -178,7 +178,7 @@ class AuthoritativeRetrieval:
         ``query_vector`` None: no vector read; ``state``: ``_search_state`` as this
         transaction read it (a backend reading on another connection compares). What the rows say is checked afterwards
         (the heads re-read, each candidate against the verified manifest), so a backend
-        may read a channel on another connection (oceanbase_search.py)."""
+        may read a channel on another connection (oceanbase/search.py)."""
         fts_rows = None if terms is None else self._fts_query(tx, ids, terms, fts_fetch_size(pool))
         vector_rows = None if query_vector is None else self._vector_query(tx, ids, query_vector, pool)
         return fts_rows, vector_rows

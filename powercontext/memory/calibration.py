@@ -4,7 +4,7 @@ A raw signal means different things under different models and language pairs: E
 puts an English question and its Chinese answer at cosine ~0.80 and unrelated Chinese
 pairs above 0.86, MiniLM's centred cosine lives on another scale altogether. A
 calibration maps each channel's signal to the probability that the candidate answers
-the question, fitted on labelled corpora (``powercontext.eval.calibration``), so one
+the question, fitted on labelled corpora (``powercontext.eval.scoring.calibrate``), so one
 ``AdmissionPolicy(min_probability=…)`` means the same under every profile.
 
 The artefact is a small JSON file, schema-checked by pydantic, tied to one profile id

@@ -12,7 +12,7 @@ import contextlib
 from typing import Any, Iterator
 
 from ..backends.driver import connect, database_identifier, pyformat
-from ..backends.oceanbase import parse_url
+from ..backends.oceanbase.backend import parse_url
 from ..errors import BackendUnavailableError
 from .sql_storage import SQLRuntimeStorage
 

@@ -10,9 +10,9 @@ import pandas as pd
 
 import math
 
-from powercontext.eval.grid import PARAMS, point_values, policy_label
-from powercontext.eval.recommend import Objective
-from powercontext.eval.transfer import _tune
+from powercontext.eval.scoring.grid import PARAMS, point_values, policy_label
+from powercontext.eval.scoring.recommend import Objective
+from powercontext.eval.scoring.transfer import _tune
 from powercontext.memory.admission import AdmissionPolicy
 
 run = Path(sys.argv[1])

@@ -14,7 +14,7 @@ import pymysql
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 
 
 def _root(url):

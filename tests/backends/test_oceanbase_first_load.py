@@ -1,5 +1,5 @@
 """A database's first large load on OceanBase builds its HNSW index after the rows
-(oceanbase_first_load.py): the index is dropped before the commit and created after
+(oceanbase/first_load.py): the index is dropped before the commit and created after
 it, a load into a table that already holds rows keeps it, searches find the same as
 after a load that kept the index row by row, and a process killed between the drop
 and the re-creation leaves a database whose next open creates the index."""
@@ -15,7 +15,7 @@ import textwrap
 import uuid
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.canonical import SequentialIds
 
 from ..support import count_head_id_reads, sql

@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url
+from powercontext.backends.seekdb.urls import database_url
 
 
 async def test_a_wrong_password_is_told_as_refused_credentials_not_a_missing_server(oceanbase_url):

@@ -19,15 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from powercontext.backends.seekdb import (
-    ENV_URL,
-    PID_FILE,
-    PORT_FILE,
-    SeekdbServer,
-    SeekdbStartError,
-    ensure_server,
-    oceanbase_url_from_env,
-)
+from powercontext.backends.seekdb.server import PID_FILE, PORT_FILE, SeekdbServer, SeekdbStartError, ensure_server
+from powercontext.backends.seekdb.urls import ENV_URL, oceanbase_url_from_env
 from powercontext.errors import PowerContextError
 
 CLI = [sys.executable, "-m", "powercontext.backends.seekdb"]
@@ -203,7 +196,7 @@ def test_start_timeout_stops_the_half_started_server(server_dir):
 def test_server_does_not_outlive_the_process_that_started_it(server_dir, ending):
     script = textwrap.dedent(f"""
         import os, signal, sys
-        from powercontext.backends.seekdb import SeekdbServer
+        from powercontext.backends.seekdb.server import SeekdbServer
         server = SeekdbServer({str(server_dir)!r}).start()
         print(server.pid, flush=True)
         if {ending!r} == "sigkill":
@@ -236,7 +229,7 @@ def test_ensure_server_starts_one_without_env(server_dir, monkeypatch):
 
 
 def test_importing_the_module_does_not_import_pymysql():
-    code = "import sys, powercontext.backends.seekdb; print('pymysql' in sys.modules)"
+    code = "import sys, powercontext.backends.seekdb.server, powercontext.backends.seekdb.reset; print('pymysql' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"

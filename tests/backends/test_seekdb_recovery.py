@@ -17,8 +17,8 @@ import time
 import pymysql
 import pytest
 
-from powercontext.backends.seekdb import LOCKED_FILE, PASSWORD_FILE, SeekdbServer
-from powercontext.backends.seekdb_os import free_port, in_own_network, seekdb_processes
+from powercontext.backends.seekdb.server import LOCKED_FILE, PASSWORD_FILE, SeekdbServer
+from powercontext.backends.seekdb.system import free_port, in_own_network, seekdb_processes
 
 CLI = [sys.executable, "-m", "powercontext.backends.seekdb"]
 
@@ -122,7 +122,7 @@ def test_a_start_replaces_what_an_interrupted_start_left(server_dir):
     server, kept alive on purpose by killing a start that runs it off the main thread,
     where no parent-death signal can be armed) and locks down again."""
     script = ("import sys, threading\n"
-              "from powercontext.backends.seekdb import SeekdbServer\n"
+              "from powercontext.backends.seekdb.server import SeekdbServer\n"
               "t = threading.Thread(target=lambda: SeekdbServer(sys.argv[1], detach=True).start())\n"
               "t.start(); t.join()\n")
     child = subprocess.Popen([sys.executable, "-c", script, str(server_dir)])

@@ -17,8 +17,8 @@ from pathlib import Path
 import pymysql
 import pytest
 
-from powercontext.backends.seekdb import PASSWORD_FILE, SeekdbServer
-from powercontext.backends.seekdb_os import free_port
+from powercontext.backends.seekdb.server import PASSWORD_FILE, SeekdbServer
+from powercontext.backends.seekdb.system import free_port
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def test_no_password_less_tcp_login_during_a_fresh_start(server_dir):
 
 STRACED_START = """
 import sys
-from powercontext.backends.seekdb import SeekdbServer
+from powercontext.backends.seekdb.server import SeekdbServer
 server = SeekdbServer(sys.argv[1]).start()
 environ = open(f"/proc/{server.pid}/environ", "rb").read().split(b"\\0")
 print("TELEMETRY_ENABLED=false" in [e.decode(errors="replace") for e in environ], flush=True)

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import SeekdbServer, database_url
-from powercontext.backends.seekdb_store import process_start_time
+from powercontext.backends.seekdb.server import SeekdbServer
+from powercontext.backends.seekdb.urls import database_url
+from powercontext.backends.seekdb.store import process_start_time
 
 CLI = [sys.executable, "-m", "powercontext.backends.seekdb"]
 

@@ -1,4 +1,4 @@
-"""SQLite's search reads (backends/sqlite_search.py) on a real file with the real
+"""SQLite's search reads (backends/sqlite/search.py) on a real file with the real
 MiniLM model: the vector statement's unfiltered first read returns exactly the
 selection's top k (ties included) or falls back to the filtered read, and a hybrid
 search's two channels read on two connections return what one connection reads."""

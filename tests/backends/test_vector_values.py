@@ -15,8 +15,8 @@ import sqlite_vec
 
 from powercontext.backends import centroid, vector_values
 from powercontext.backends.driver import connect
-from powercontext.backends.oceanbase_search import stored_vector_values
-from powercontext.backends.seekdb import drop_database
+from powercontext.backends.oceanbase.search import stored_vector_values
+from powercontext.backends.seekdb.urls import drop_database
 
 DIMENSION = 64
 

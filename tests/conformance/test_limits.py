@@ -12,8 +12,8 @@ import uuid
 import pytest
 
 import powercontext as pc
-from powercontext.backends import oceanbase_limits
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.oceanbase import limits as oceanbase_limits
+from powercontext.backends.seekdb.urls import database_url, drop_database
 
 from ..support import RecordingCursor, sql
 

@@ -12,7 +12,7 @@ import pytest
 
 import powercontext as pc
 from powercontext.backends.maintenance import Settling, settle_window
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.canonical import SequentialIds
 
 from ..support import sql

@@ -6,7 +6,7 @@ its entry's text — not on search results that might pass either way."""
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url
+from powercontext.backends.seekdb.urls import database_url
 from powercontext.canonical import SequentialIds
 from powercontext.errors import (
     BackendUnavailableError,

@@ -16,7 +16,7 @@ import pytest
 import powercontext as pc
 from powercontext.canonical import SequentialIds
 
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from .scenario import revision_one, user_correction
 
 QUERIES = [

@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.canonical import SequentialIds
 
 from ..support import RecordingCursor, sql
@@ -148,7 +148,7 @@ async def test_a_rebuild_runs_in_slices_and_rewrites_only_the_rows_that_differ(o
 
 @pytest.mark.parametrize("raw", ["soon", "-5", "0", "nan", "inf"])
 async def test_a_bad_query_timeout_setting_is_refused_before_anything_is_created(oceanbase_url, monkeypatch, raw):
-    from powercontext.backends.oceanbase import QUERY_TIMEOUT_ENV
+    from powercontext.backends.oceanbase.backend import QUERY_TIMEOUT_ENV
 
     database = "pc_" + uuid.uuid4().hex[:16]
     monkeypatch.setenv(QUERY_TIMEOUT_ENV, raw)
@@ -162,7 +162,7 @@ async def test_a_bad_query_timeout_setting_is_refused_before_anything_is_created
 
 async def test_the_query_timeout_setting_is_each_session_s_ob_query_timeout(oceanbase_url, monkeypatch):
     """What the QueryTimeoutError tells a user to raise is a setting they can reach."""
-    from powercontext.backends.oceanbase import QUERY_TIMEOUT_ENV, QUERY_TIMEOUT_US
+    from powercontext.backends.oceanbase.backend import QUERY_TIMEOUT_ENV, QUERY_TIMEOUT_US
 
     database = "pc_" + uuid.uuid4().hex[:16]
     url = database_url(oceanbase_url, database)

@@ -66,7 +66,7 @@ async def test_commit_during_search_never_yields_silently_empty_hits(open_servic
 async def test_a_commit_during_the_vector_read_is_seen_as_in_a_full_text_read(open_service, backend_name, monkeypatch,
                                                                              minilm):
     """A hybrid search reads its vector channel on a connection of its own, beside the
-    full-text statement (oceanbase_search._channel_rows, sqlite_search._channel_rows).
+    full-text statement (oceanbase/search.py and sqlite/search.py, _channel_rows).
     A commit that lands during that read is caught by the same heads re-read as one
     during the full-text statement: a conflict on OceanBase, hits of the requested
     Revision on SQLite (the second connection reads only a snapshot with the same heads)."""

@@ -155,7 +155,7 @@ async def test_a_warm_search_reads_c_bar_once_per_head_and_projection_generation
     again = await vsvc.search(query, memories=(rev,), mode="hybrid", policy=LOW, explain=True)
     assert again.hits == first.hits and again.decisions == first.decisions
     # no separate Revision row read; SQLite reads the vector channel on a second
-    # connection and checks there that it reads the same heads (sqlite_search.py)
+    # connection and checks there that it reads the same heads (sqlite/search.py)
     assert reads == ["_search_state"] * (2 if backend_name == "sqlite" else 1) + ["_heads_and_revisions"]
     other = await pc.open(vsvc.backend.path if backend_name == "sqlite" else vsvc.backend.url, embedding=minilm)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from powercontext.eval import harness
-from powercontext.eval.sweep import Grid
+from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import write_corpus
 

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powercontext.eval import metrics as M
-from powercontext.eval.report import breakdown_table, render_html
-from powercontext.eval.tables import MIN_QUERIES, breakdown_frame
+from powercontext.eval.scoring import metrics as M
+from powercontext.eval.presenting.report import breakdown_table, render_html
+from powercontext.eval.scoring.tables import MIN_QUERIES, breakdown_frame
 
 # A tiny corpus of six queries: three answerable, three not; per query the metrics two
 # policies scored (only the columns breakdown_frame reads).
@@ -122,7 +122,7 @@ def test_batched_bootstrap_equals_the_one_row_bootstrap():
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     from powercontext.eval import harness
-    from powercontext.eval.sweep import Grid
+    from powercontext.eval.scoring.sweep import Grid
 
     from .fakes import HashEmbedding, write_corpus
 

@@ -15,7 +15,7 @@ import pytest
 
 from powercontext.bundled import MINILM_PROFILE
 from powercontext.errors import PowerContextError
-from powercontext.eval import calibrate as C
+from powercontext.eval.scoring import calibrate as C
 from powercontext.eval.__main__ import main
 from powercontext.memory.calibration import Calibration
 

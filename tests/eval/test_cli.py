@@ -12,9 +12,9 @@ import pandas as pd
 import pytest
 
 from powercontext.eval import harness
-from powercontext.eval import metrics as M
+from powercontext.eval.scoring import metrics as M
 from powercontext.eval.__main__ import main, parse_policy
-from powercontext.eval.sweep import INITIAL, Grid
+from powercontext.eval.scoring.sweep import INITIAL, Grid
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
 from .fakes import HashEmbedding, write_corpus
@@ -91,7 +91,7 @@ def test_a_run_folder_reads_back_with_harness_load(tiny, tmp_path):
 
 
 def test_the_terminal_summary_fits_100_columns_and_explains_its_abbreviations(tiny, tmp_path):
-    from powercontext.eval.console import WIDTH, format_summary
+    from powercontext.eval.presenting.console import WIDTH, format_summary
 
     result = harness.sweep(tiny, modes=("fts",), grid=Grid((1, 2, 3), (0.0, 0.25), (0.3,), (8,)),
                            out=tmp_path / "run", progress=False, write=False, folds=0)

@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 from powercontext.eval.__main__ import QUICK, _quick, build_parser, main
-from powercontext.eval.console import WIDTH
-from powercontext.eval.datasets import BUNDLED_ROOT
+from powercontext.eval.presenting.console import WIDTH
+from powercontext.eval.corpora.datasets import BUNDLED_ROOT
 
 from .fakes import write_corpus
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import gc
 
 from powercontext.eval import harness
-from powercontext.eval.sweep import Grid, Replay
+from powercontext.eval.scoring.sweep import Grid, Replay
 
 from .fakes import HashEmbedding, write_corpus
 

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powercontext.eval.compare import jaccard, pool_agreement, rbo, vector_recall
-from powercontext.eval.recommend import Objective, choose, choose_joint, policy_from
-from powercontext.eval.grid import family_of
+from powercontext.eval.scoring.compare import jaccard, pool_agreement, rbo, vector_recall
+from powercontext.eval.scoring.recommend import Objective, choose, choose_joint, policy_from
+from powercontext.eval.scoring.grid import family_of
 from powercontext.memory.admission import AdmissionPolicy
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from powercontext.eval import datasheet
-from powercontext.eval.datasets import (
+from powercontext.eval.corpora import datasheet
+from powercontext.eval.corpora.datasets import (
     Corpus,
     DatasetError,
     discover,

@@ -18,9 +18,9 @@ from powercontext.memory import admission
 from powercontext.memory.admission import AdmissionPolicy
 
 from powercontext.eval import harness
-from powercontext.eval.explain import EXPLAINED, ExplainError, Explanation
-from powercontext.eval.retrieval import channels_of, read_cache
-from powercontext.eval.sweep import Grid
+from powercontext.eval.scoring.explain import EXPLAINED, ExplainError, Explanation
+from powercontext.eval.running.retrieval import channels_of, read_cache
+from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import QRELS, QUERIES, HashEmbedding, write_corpus
 

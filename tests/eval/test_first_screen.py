@@ -15,12 +15,12 @@ import pytest
 import powercontext as pc
 
 from powercontext.eval import harness
-from powercontext.eval.console import format_summary
-from powercontext.eval.grid import family_of
-from powercontext.eval.plots import threshold_curve
-from powercontext.eval.report import render_html
-from powercontext.eval.sweep import Grid
-from powercontext.eval.verdict import explicit_call, knob_changes, paste_choice
+from powercontext.eval.presenting.console import format_summary
+from powercontext.eval.scoring.grid import family_of
+from powercontext.eval.presenting.plots import threshold_curve
+from powercontext.eval.presenting.report import render_html
+from powercontext.eval.scoring.sweep import Grid
+from powercontext.eval.presenting.verdict import explicit_call, knob_changes, paste_choice
 
 from .fakes import HashEmbedding, write_corpus
 from .test_report import Tree

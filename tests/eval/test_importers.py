@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from powercontext.eval.__main__ import main
-from powercontext.eval.datasets import load, validate
-from powercontext.eval.importers import (
+from powercontext.eval.corpora.datasets import load, validate
+from powercontext.eval.corpora.importers import (
     ImporterError,
     LayoutError,
     import_beir,
@@ -20,7 +20,7 @@ from powercontext.eval.importers import (
     import_longmemeval,
     import_trec,
 )
-from powercontext.eval.importers.common import CorpusBuilder, Datasheet, split_text
+from powercontext.eval.corpora.importers.common import CorpusBuilder, Datasheet, split_text
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 

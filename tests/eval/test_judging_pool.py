@@ -16,11 +16,12 @@ from pathlib import Path
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
-from powercontext.eval import datasets, harness, judging
+from powercontext.backends.seekdb.urls import database_url, drop_database
+from powercontext.eval.corpora import datasets
+from powercontext.eval import harness, judging
 from powercontext.eval.__main__ import main
 from powercontext.eval.judging.folder import JudgingError, PoolFolder
-from powercontext.eval.sweep import Grid
+from powercontext.eval.scoring.sweep import Grid
 from powercontext.loop import default_runner
 
 TEXTS = [

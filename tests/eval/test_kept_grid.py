@@ -1,4 +1,4 @@
-"""Issue 45: a run keeps the part of the grid its readers read (``eval/points.py``), and
+"""Issue 45: a run keeps the part of the grid its readers read (``eval/scoring/points.py``), and
 chooses exactly as it would on the whole grid.
 
 Two small corpora swept on SQLite in fts and hybrid; the offline analysis is run twice on
@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 
 from powercontext.eval import harness
-from powercontext.eval.grid import NAMED_POLICIES, PARAMS, family_of
-from powercontext.eval.points import near_frontier
-from powercontext.eval.recommend import point_rows
-from powercontext.eval.sweep import Grid
+from powercontext.eval.scoring.grid import NAMED_POLICIES, PARAMS, family_of
+from powercontext.eval.scoring.points import near_frontier
+from powercontext.eval.scoring.recommend import point_rows
+from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import HashEmbedding, write_corpus
 from .test_transfer_fit import renamed
@@ -97,7 +97,7 @@ def test_near_frontier_keeps_what_is_not_beaten_on_both_axes_by_more_than_the_ma
 def test_the_run_folder_keeps_a_fraction_of_the_grid_and_reads_back(runs, tmp_path):
     """Issue 45: ``sweep --all --backends sqlite`` wrote 35.9 MB, 30 MB of it the whole
     grid in sweep.parquet; the folder is to stay under 8 MB with the grid only on request."""
-    from powercontext.eval.report import write_run
+    from powercontext.eval.presenting.report import write_run
     from powercontext.magics.widgets import ThresholdTuner
 
     full, kept = runs

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from powercontext.analyzer import get
-from powercontext.eval import datasheet
-from powercontext.eval.datasets import EMPTY_ANSWER_TAGS, QueryRecord, language, load
+from powercontext.eval.corpora import datasheet
+from powercontext.eval.corpora.datasets import EMPTY_ANSWER_TAGS, QueryRecord, language, load
 
 CORPUS = load(Path(__file__).resolve().parents[2] / "datasets" / "lantern-relay", style="bundled")
 ANALYZER = get("v2")

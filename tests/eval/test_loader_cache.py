@@ -7,9 +7,9 @@ import dataclasses
 
 import numpy as np
 import pytest
-from powercontext.eval.datasets import DatasetError, MemoryRecord, load
-from powercontext.eval.embedcache import CachingEmbedding, profile_key
-from powercontext.eval.loader import LoadError, load_corpus
+from powercontext.eval.corpora.datasets import DatasetError, MemoryRecord, load
+from powercontext.eval.running.embedcache import CachingEmbedding, profile_key
+from powercontext.eval.running.loader import LoadError, load_corpus
 
 from powercontext.canonical import SequentialIds
 from powercontext.model import EmbeddingProfile
@@ -86,7 +86,7 @@ def test_cache_files_are_keyed_by_the_whole_profile(tmp_path):
 async def test_a_service_on_the_cache_embeds_nothing_twice_across_backends(open_service, tiny, tmp_path):
     model = CountingModel()
     cache = CachingEmbedding(model, tmp_path)
-    from powercontext.eval.collect import corpus_queries, corpus_texts
+    from powercontext.eval.running.collect import corpus_queries, corpus_texts
 
     await cache.prefetch(corpus_texts([tiny]), queries=corpus_queries([tiny]))
     embedded = model.texts

@@ -9,7 +9,7 @@ import random
 import numpy as np
 import pytest
 
-from powercontext.eval import metrics as M
+from powercontext.eval.scoring import metrics as M
 
 
 def _gains(ranking, judged, width):
@@ -87,7 +87,7 @@ def test_every_metric_has_a_definition_and_a_population():
 
 SCORE_AND_REPORT = """
 from numba.typed import typeddict, typedlist
-from powercontext.eval import metrics as M
+from powercontext.eval.scoring import metrics as M
 M.ranx_scores({"q1": {"a": 1, "b": 2}, "q2": {"c": 1}}, {"q1": ["a", "x"], "q2": ["c"]})
 M.ranx_compare({"q1": {"a": 1}}, {"x": {"q1": ["a"]}, "y": {"q1": ["b", "a"]}})
 for module in (typeddict, typedlist):

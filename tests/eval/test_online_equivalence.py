@@ -15,16 +15,16 @@ import random
 from pathlib import Path
 
 import pandas as pd
-from powercontext.eval.datasets import load
-from powercontext.eval.loader import load_corpus
-from powercontext.eval.retrieval import (
+from powercontext.eval.corpora.datasets import load
+from powercontext.eval.running.loader import load_corpus
+from powercontext.eval.running.retrieval import (
     CANDIDATE_COLUMNS,
     QUERY_COLUMNS,
     read_cache,
     retrieve_corpus,
     write_cache,
 )
-from powercontext.eval.sweep import INITIAL, Replay
+from powercontext.eval.scoring.sweep import INITIAL, Replay
 
 from powercontext.canonical import SequentialIds
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy

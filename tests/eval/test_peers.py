@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from powercontext.eval import harness
-from powercontext.eval.peers import peers_side_by_side, peers_table
-from powercontext.eval.references import REFERENCES, reference
-from powercontext.eval.report import SECTIONS, render_html, section_peers
-from powercontext.eval.sweep import Grid
+from powercontext.eval.scoring.peers import peers_side_by_side, peers_table
+from powercontext.eval.scoring.references import REFERENCES, reference
+from powercontext.eval.presenting.report import SECTIONS, render_html, section_peers
+from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import HashEmbedding, write_corpus
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from powercontext.eval import harness
-from powercontext.eval.embedcache import CachingEmbedding
-from powercontext.eval.sweep import Grid
+from powercontext.eval.running.embedcache import CachingEmbedding
+from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import HashEmbedding, write_corpus
 

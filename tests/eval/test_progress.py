@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 
 from powercontext.eval import harness
-from powercontext.eval.progress import bar
-from powercontext.eval.sweep import Grid
+from powercontext.eval.presenting.progress import bar
+from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import HashEmbedding, write_corpus
 
@@ -43,7 +43,7 @@ import re
 import subprocess
 import sys
 
-from powercontext.eval.progress import RunProgress, eta_text
+from powercontext.eval.presenting.progress import RunProgress, eta_text
 
 LINE = re.compile(r"^stage (\d+)/(\d+) · (?:(\w+) · )?(sqlite|oceanbase|embed|sweep|analyse|report)"
                   r"(?: · [\w -]+)? · (\d+ %|…|running \d+ (?:s|min)), ETA (\d+ (?:s|min)|\?)$")

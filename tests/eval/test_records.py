@@ -1,4 +1,4 @@
-"""``records`` / ``records_by`` (eval/retrieval.py), the per-column conversion the
+"""``records`` / ``records_by`` (eval/running/retrieval.py), the per-column conversion the
 harness uses instead of ``DataFrame.to_dict("records")`` per group: the same dicts of
 plain values, grouped in ``groupby(sort=False)``'s order, over the column kinds a
 candidate cache holds after ``read_cache`` (categoricals made objects, tuples, NaN)."""
@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from powercontext.eval.retrieval import channels_of, records, records_by
+from powercontext.eval.running.retrieval import channels_of, records, records_by
 
 
 def cached_like() -> pd.DataFrame:

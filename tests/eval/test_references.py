@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
-from powercontext.eval.references import BASES, REFERENCES, Reference, reference, references_frame
-from powercontext.eval.sweep import MODES
+from powercontext.eval.scoring.references import BASES, REFERENCES, Reference, reference, references_frame
+from powercontext.eval.scoring.sweep import MODES
 
 
 @pytest.mark.parametrize("ref", REFERENCES, ids=[r.name for r in REFERENCES])

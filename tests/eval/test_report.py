@@ -15,10 +15,10 @@ import pytest
 import powercontext as pc
 
 from powercontext.eval import harness
-from powercontext.eval.plots import BACKEND_STYLE, cosine_positions
-from powercontext.eval.report import COLLAPSE_ROWS, MAX_WIDTH, SECTIONS, fmt_p, render_html, stats_overview
-from powercontext.eval.verdict import SMALL, explicit_call
-from powercontext.eval.sweep import Grid
+from powercontext.eval.presenting.plots import BACKEND_STYLE, cosine_positions
+from powercontext.eval.presenting.report import COLLAPSE_ROWS, MAX_WIDTH, SECTIONS, fmt_p, render_html, stats_overview
+from powercontext.eval.presenting.verdict import SMALL, explicit_call
+from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import HashEmbedding, write_corpus
 
@@ -207,8 +207,8 @@ def test_a_test_false_admission_above_the_bound_and_small_samples_are_said():
     stated bound of 0.30, and a 3-negative corpus showed [0.000, 0.000] without a word."""
     from types import SimpleNamespace
 
-    from powercontext.eval.recommend import Objective
-    from powercontext.eval.verdict import bound_notes, sample_note, small_notes
+    from powercontext.eval.scoring.recommend import Objective
+    from powercontext.eval.presenting.verdict import bound_notes, sample_note, small_notes
 
     rows = [dict(split="test", policy=p, backend="sqlite", mode="hybrid", label=label, false_admission=fa,
                  positive=120, empty=3)
@@ -227,7 +227,7 @@ def test_a_sweep_without_the_floors_family_still_writes_its_report(tmp_path):
     the library's families) still gets its plots (issue 45: they once read the RFC's
     floors only, and such a run had none)."""
     from powercontext.eval import harness
-    from powercontext.eval.sweep import Grid
+    from powercontext.eval.scoring.sweep import Grid
 
     from .fakes import write_corpus
 

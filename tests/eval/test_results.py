@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from powercontext.eval.results import CSV_ROWS, load, read_table, write_table
+from powercontext.eval.presenting.results import CSV_ROWS, load, read_table, write_table
 
 
 def test_a_table_reads_back_as_written(tmp_path):

@@ -14,10 +14,10 @@ import pytest
 from powercontext.errors import PowerContextError
 from powercontext.eval import harness
 from powercontext.eval.__main__ import main
-from powercontext.eval.databases import EvalError
-from powercontext.eval.datasets import validate
-from powercontext.eval.external import external_runs
-from powercontext.eval.trecrun import RunFileError
+from powercontext.eval.running.databases import EvalError
+from powercontext.eval.corpora.datasets import validate
+from powercontext.eval.running.external import external_runs
+from powercontext.eval.running.trecrun import RunFileError
 
 from .fakes import write_corpus
 

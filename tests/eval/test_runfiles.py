@@ -8,7 +8,7 @@ import gzip
 import pytest
 from ranx import Qrels, Run, evaluate
 
-from powercontext.eval.runfiles import QRELS_NAME, run_path
+from powercontext.eval.presenting.runfiles import QRELS_NAME, run_path
 
 
 def test_every_named_policy_has_a_run_file_in_trec_format(tiny_run):
@@ -43,8 +43,8 @@ def test_ranx_rescoring_a_run_file_gives_the_harness_figure(tiny_run, policy):
 
 def test_the_report_explains_the_estimate_and_lists_the_files(tiny_run):
     from powercontext.eval import harness
-    from powercontext.eval.recommend import Objective
-    from powercontext.eval.report import render_html
+    from powercontext.eval.scoring.recommend import Objective
+    from powercontext.eval.presenting.report import render_html
 
     page = (tiny_run.out / "report.html").read_text()
     method = page[page.index("<section id='method'>"):page.index("</section>", page.index("<section id='method'>"))]

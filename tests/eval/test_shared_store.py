@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from powercontext.backends.seekdb import SeekdbServer
+from powercontext.backends.seekdb.server import SeekdbServer
 
 from .fakes import write_corpus
 

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from powercontext.eval import harness
-from powercontext.eval.crossval import crossvalidate, fold_count, summarise
-from powercontext.eval.databases import EvalError
-from powercontext.eval.datasets import load
-from powercontext.eval.recommend import Objective
-from powercontext.eval.splits import Stratified, assign, complete
+from powercontext.eval.scoring.crossval import crossvalidate, fold_count, summarise
+from powercontext.eval.running.databases import EvalError
+from powercontext.eval.corpora.datasets import load
+from powercontext.eval.scoring.recommend import Objective
+from powercontext.eval.corpora.splits import Stratified, assign, complete
 
 from .fakes import QUERIES, write_corpus
 

@@ -1,4 +1,4 @@
-"""The array replay (eval/sweep.py) equals ``admission.fuse`` — same hits, order,
+"""The array replay (eval/scoring/sweep.py) equals ``admission.fuse`` — same hits, order,
 scores (bit for bit), channels — over many random policies and limits, on synthetic
 candidate lists built to hit every corner: ties in cosine and in RRF score, repeated
 rows, queries without terms, lists longer than the pool."""
@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from powercontext.eval import metrics as M
-from powercontext.eval.retrieval import CANDIDATE_COLUMNS, channels_of
-from powercontext.eval.sweep import INITIAL, Grid, Replay, point_values
+from powercontext.eval.scoring import metrics as M
+from powercontext.eval.running.retrieval import CANDIDATE_COLUMNS, channels_of
+from powercontext.eval.scoring.sweep import INITIAL, Grid, Replay, point_values
 from powercontext.memory import admission
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
@@ -222,7 +222,7 @@ def test_the_family_grid_holds_the_library_default_and_varies_what_each_mode_rea
 
 
 def test_the_probability_family_sweeps_its_one_threshold_and_reads_back_from_a_sweep_row():
-    from powercontext.eval.grid import policy_from
+    from powercontext.eval.scoring.grid import policy_from
 
     grid = Grid(families=("floors+probability",), min_probability=(0.2, 0.5))
     for mode in MODES:

@@ -1,4 +1,4 @@
-"""Leave-one-corpus-out per family (eval/transfer.py) and fitting a policy on your own
+"""Leave-one-corpus-out per family (eval/scoring/transfer.py) and fitting a policy on your own
 labels (harness.fit): two small corpora swept on SQLite, checked against the sweep
 table they are read from and against a replay of the policy fitted."""
 
@@ -11,10 +11,10 @@ import pytest
 
 import powercontext as pc
 from powercontext.eval import harness
-from powercontext.eval.databases import EvalError
-from powercontext.eval.recommend import Objective, choose, point_rows
-from powercontext.eval.grid import family_of, policy_label
-from powercontext.eval.sweep import Grid
+from powercontext.eval.running.databases import EvalError
+from powercontext.eval.scoring.recommend import Objective, choose, point_rows
+from powercontext.eval.scoring.grid import family_of, policy_label
+from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import ENTRIES, QRELS, QUERIES, HashEmbedding, write_corpus
 
@@ -75,7 +75,7 @@ def test_fit_returns_the_joint_choice_of_the_family_and_round_trips_as_json(two,
     assert family_of(policy) == family
     same = harness.sweep(folder, modes=("fts", "hybrid"), grid=GRID, embedding=HashEmbedding(),
                          embedding_cache=root / "emb", out=tmp_path / "again", progress=False, write=False)
-    from powercontext.eval.recommend import choose_joint
+    from powercontext.eval.scoring.recommend import choose_joint
 
     # the fitted policy records the embedding profile it was tuned for (issue 33)
     assert policy.profile == HashEmbedding.profile.profile_id

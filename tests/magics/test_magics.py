@@ -150,7 +150,7 @@ def test_magics_work_while_the_callers_event_loop_runs(shell, sqlite_target):
 def test_open_seekdb_uses_the_configured_server(shell, oceanbase_url, monkeypatch):
     """--seekdb goes through ensure_server; POWERCONTEXT_OCEANBASE_URL points it at the
     session's server, so nothing new is started."""
-    from powercontext.backends.seekdb import drop_database
+    from powercontext.backends.seekdb.urls import drop_database
 
     monkeypatch.setenv("POWERCONTEXT_OCEANBASE_URL", oceanbase_url)
     database = "pcm_seekdb_magic"
@@ -202,7 +202,7 @@ def test_eval_calls_the_harness_summary(shell, monkeypatch):
 
 
 def test_a_bare_bundled_corpus_name_resolves_from_any_directory(tmp_path, monkeypatch):
-    from powercontext.eval.datasets import BUNDLED_ROOT
+    from powercontext.eval.corpora.datasets import BUNDLED_ROOT
     from powercontext.eval.harness import resolve_datasets
 
     monkeypatch.chdir(tmp_path)

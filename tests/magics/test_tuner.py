@@ -122,7 +122,7 @@ def test_threshold_tuner_displays_its_point_and_curve_without_a_live_kernel():
 
 
 def test_a_sweep_of_admission_families_gets_a_family_dropdown_and_its_own_thresholds():
-    """The shape a sweep of admission families has (eval/grid.py's point columns):
+    """The shape a sweep of admission families has (eval/scoring/grid.py's point columns):
     a family column and NaN where a mode does not read a threshold."""
     nan = float("nan")
     base = dict(backend="sqlite", corpus="all", split="dev", limit=8, fts_min_terms=nan, fts_min_coverage=nan,

@@ -10,7 +10,7 @@ import pytest
 
 import powercontext as pc
 from powercontext.backends.driver import database_identifier
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.memory.arguments import MAX_QUERY_BYTES, MAX_QUERY_TERMS
 from powercontext.redaction import redact, redact_text
 from tests.support import counts
@@ -119,7 +119,7 @@ def test_drop_database_injection_drops_nothing(oceanbase_url):
     try:
         with pytest.raises(pc.InvalidMemoryRequestError):
             drop_database(oceanbase_url, f"a` ; DROP DATABASE `{victim}")
-        from powercontext.backends.oceanbase import parse_url
+        from powercontext.backends.oceanbase.backend import parse_url
         from powercontext.backends.driver import connect
 
         p = parse_url(database_url(oceanbase_url, "x"))
@@ -185,9 +185,9 @@ async def test_open_refuses_a_missing_directory_and_creates_private_files(tmp_pa
 
 
 async def test_a_server_url_without_database_uses_the_default_one(oceanbase_url, caplog):
-    from powercontext.backends.oceanbase import DEFAULT_DATABASE
+    from powercontext.backends.oceanbase.backend import DEFAULT_DATABASE
 
-    caplog.set_level("INFO", logger="powercontext.backends.oceanbase")
+    caplog.set_level("INFO", logger="powercontext.backends.oceanbase.backend")
     svc = await pc.open(database_url(oceanbase_url, ""))
     try:
         assert svc.backend.default_database == svc.backend.database == DEFAULT_DATABASE

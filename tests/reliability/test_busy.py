@@ -10,7 +10,7 @@ import sys
 import pytest
 
 import powercontext as pc
-import powercontext.backends.sqlite as sqlite_backend
+import powercontext.backends.sqlite.backend as sqlite_backend
 from powercontext import analyzer
 from tests.support import counts
 

@@ -22,7 +22,7 @@ import apsw
 import pytest
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 
 from . import crash_searcher
 

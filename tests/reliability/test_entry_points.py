@@ -21,7 +21,7 @@ from typing import Any, Callable
 from hypothesis import HealthCheck, given, settings
 
 import powercontext as pc
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 
 from ..magics.conftest import shell  # noqa: F401  (the magics' IPython shell fixture)
 from ..support import counts

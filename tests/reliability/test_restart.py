@@ -16,7 +16,7 @@ import pytest
 
 import powercontext as pc
 from powercontext.backends.driver import RECOVERY_PAUSE_S
-from powercontext.backends.seekdb import SeekdbServer
+from powercontext.backends.seekdb.server import SeekdbServer
 
 E = pc.MemoryEntryInput
 

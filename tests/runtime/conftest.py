@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from powercontext.backends.seekdb import database_url, drop_database
+from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.runtime import PowerContextRuntime
 
 from ..magics.conftest import shell  # noqa: F401  (the same IPython shell fixture as the magics tests)

@@ -2,7 +2,7 @@ import apsw
 from hypothesis import example, given, settings, strategies as st
 
 from powercontext import analyzer
-from powercontext.backends.sqlite import FTS_TOKENIZE
+from powercontext.backends.sqlite.backend import FTS_TOKENIZE
 
 
 def test_english_terms_are_casefolded_and_split_on_punctuation():

@@ -9,7 +9,7 @@ import pytest
 
 from powercontext.embedding import EmbeddingResult, embed_checked, takes_role
 from powercontext.errors import InvalidMemoryRequestError
-from powercontext.eval.embedcache import CachingEmbedding
+from powercontext.eval.running.embedcache import CachingEmbedding
 from powercontext.model import EmbeddingProfile
 from powercontext.profiles import local_profile
 
