@@ -157,3 +157,41 @@ async def test_a_second_connection_on_another_snapshot_is_not_read(loaded, minil
     assert threads == [on_worker(backend, threading.get_ident)]  # read on the search's own connection
     # every entry of Revision 1 competes (no floor): 8 hits, forgotten ones among them
     assert len(res.hits) == 8 and {h.entry_id for h in res.hits} <= {e.entry_id for e in entries}
+
+
+def exact_fts_top(backend, ids, terms, k):
+    """The selection's top k by (FTS5 rank, memory, entry), from every matching row."""
+    def read():
+        with backend._transaction(write=False) as tx:
+            rows = tx.execute(
+                "SELECT h.memory_artifact_id, h.entry_id, h.entry_version_id, h.entry_content_hash, h.searchable_text, "
+                "f.rank FROM memory_entry_search_fts AS f JOIN memory_entry_heads AS h ON h.projection_id = f.rowid "
+                f"WHERE memory_entry_search_fts MATCH ? AND h.memory_artifact_id IN ({','.join('?' * len(ids))})",
+                (analyzer.fts5_match_expression(terms), *ids)).fetchall()
+        return [r[:5] for r in sorted(rows, key=lambda r: (r[5], r[0], r[1]))[:k]]
+    return on_worker(backend, read)
+
+
+async def test_the_unfiltered_full_text_read_is_the_selections_exact_top_k(loaded):
+    svc, (big, small, twin), questions = loaded
+    backend = svc.backend
+    statements: list[str] = []
+    on_worker(backend, lambda: backend._con.set_profile(lambda sql, ns: statements.append(sql)))
+    selections = {"all": (big, small, twin), "big": (big,), "small": (small,)}
+    answered_unfiltered = {name: 0 for name in selections}
+    for question in questions:
+        terms = arguments.query_terms(question, backend.analyzer)
+        for name, refs in selections.items():
+            ids = [r.artifact_id for r in refs]
+            for k in (1, 8, 64, 256):
+                statements.clear()
+
+                def read():
+                    with backend._transaction(write=False) as tx:
+                        return backend._fts_query(tx, ids, terms, k)
+                got = on_worker(backend, read)
+                if not any("h.memory_artifact_id IN" in s for s in statements):
+                    answered_unfiltered[name] += 1
+                assert got == exact_fts_top(backend, ids, terms, k), (name, k, question)
+    assert answered_unfiltered["all"] == len(questions) * 4
+    assert answered_unfiltered["small"] < len(questions) * 4  # some reads fall back

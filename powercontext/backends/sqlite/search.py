@@ -21,7 +21,7 @@ from ..retrieval import fts_fetch_size
 # other Memories, ties at the k-th distance).
 VECTOR_MARGIN = 8
 # sqlite-vec refuses a KNN ``k`` above 4096.
-VEC0_MAX_K = 4096
+VEC0_MAX_K = 4096  # FTS reads are held to it too: 16× the deepest pool read today
 # Below this share of the database's vectors held by the searched Memories, the
 # unfiltered read would rarely hold k of theirs: the filtered statement is read at once.
 UNFILTERED_MIN_SHARE = 0.25
@@ -44,6 +44,19 @@ def load_vec(con: apsw.Connection) -> bool:
         return False
 
 
+def proven_top(rows, artifact_ids, k, depth, at):
+    """The selection's top k of ``rows`` (an unfiltered read of the ``depth`` best by
+    the score at index ``at``, lower first), ordered by (score, memory, entry) — or None
+    when the read does not prove it: every row not read scores at least the worst
+    read, so the selection's k-th must be strictly better than that (or every row was
+    read: fewer than ``depth``)."""
+    selected = set(artifact_ids)
+    kept = sorted((r for r in rows if r[0] in selected), key=lambda r: (r[at], r[0], r[1]))
+    if len(rows) < depth or (len(kept) >= k and kept[k - 1][at] < max(r[at] for r in rows)):
+        return kept[:k]
+    return None
+
+
 @contextlib.contextmanager
 def read_transaction(con: apsw.Connection) -> Iterator[Any]:
     cur = con.cursor()
@@ -63,13 +76,31 @@ class SQLiteSearch(ChannelPool):
         self._channel_cons_lock = threading.Lock()
 
     def _fts_query(self, tx, artifact_ids, terms, k):
+        """Top-k rows by (FTS5 rank, memory, entry). As for vectors (``_vector_query``):
+        FTS5 ranks every matching row either way, and joining each to its head row to
+        test its Memory before the sort made the statement ~2× the bare ranked read
+        (50k entries: 30.2 against 15.2 ms). So the bare top ``depth`` is read first and
+        kept when it provably holds the selection's top k; else the filtered read."""
+        match = analyzer.fts5_match_expression(terms)
+        depth = self._unfiltered_depth(tx, artifact_ids, k)
+        if depth is not None:
+            rows = tx.execute(
+                "WITH top AS (SELECT rowid, rank FROM memory_entry_search_fts WHERE memory_entry_search_fts MATCH ? "
+                "ORDER BY rank LIMIT ?) SELECT h.memory_artifact_id, h.entry_id, h.entry_version_id, "
+                "h.entry_content_hash, h.searchable_text, t.rank FROM top AS t "
+                "LEFT JOIN memory_entry_heads AS h ON h.projection_id = t.rowid",
+                (match, depth),
+            ).fetchall()
+            kept = proven_top(rows, artifact_ids, k, depth, at=5)
+            if kept is not None:
+                return [row[:5] for row in kept]
         marks = ",".join("?" * len(artifact_ids))
         return tx.execute(
             "SELECT h.memory_artifact_id, h.entry_id, h.entry_version_id, h.entry_content_hash, h.searchable_text "
             "FROM memory_entry_search_fts AS f JOIN memory_entry_heads AS h ON h.projection_id = f.rowid "
             f"WHERE memory_entry_search_fts MATCH ? AND h.memory_artifact_id IN ({marks}) "
             "ORDER BY f.rank, h.memory_artifact_id, h.entry_id LIMIT ?",
-            (analyzer.fts5_match_expression(terms), *artifact_ids, k),
+            (match, *artifact_ids, k),
         ).fetchall()
 
     def _vector_query(self, tx, artifact_ids, vector, k):
@@ -93,10 +124,9 @@ class SQLiteSearch(ChannelPool):
                 "LEFT JOIN memory_entry_heads AS h ON h.projection_id = n.rowid",
                 (blob, depth),
             ).fetchall()
-            selected = set(artifact_ids)
-            kept = sorted((r for r in rows if r[0] in selected), key=lambda r: (r[4], r[0], r[1]))
-            if len(rows) < depth or (len(kept) >= k and kept[k - 1][4] < max(r[4] for r in rows)):
-                return kept[:k]
+            kept = proven_top(rows, artifact_ids, k, depth, at=4)
+            if kept is not None:
+                return kept
         marks = ",".join("?" * len(artifact_ids))
         return tx.execute(
             f"SELECT {_VECTOR_ROW.format(distance='v.distance')} FROM memory_entry_search_vector AS v "
@@ -108,11 +138,13 @@ class SQLiteSearch(ChannelPool):
         ).fetchall()
 
     def _unfiltered_depth(self, tx, artifact_ids, k) -> int | None:
-        """How many rows the unfiltered read takes for a top ``k`` (more when other
-        Memories hold part of the vectors), or None to read filtered at once. The
-        shares come from the c̄ counts (memory_vector_sums): only a guess at which read
-        is cheaper — the read itself proves its answer or falls back."""
-        counts = dict(tx.execute("SELECT memory_artifact_id, vector_count FROM memory_vector_sums").fetchall())
+        """How many rows an unfiltered read takes for a top ``k`` (more when other
+        Memories hold part of the rows), or None to read filtered at once. The shares
+        come from the c̄ counts (memory_vector_sums; without a vector projection every
+        Memory is taken to hold all): only a guess at which read is cheaper — the read
+        itself proves its answer or falls back."""
+        counts = dict(tx.execute("SELECT memory_artifact_id, vector_count FROM memory_vector_sums").fetchall()
+                      ) if self._vector_tables else {}
         total = sum(counts.values())
         share = sum(counts.get(a, 0) for a in set(artifact_ids)) / total if total else 1.0
         if share < UNFILTERED_MIN_SHARE:
