@@ -72,7 +72,8 @@ def _names(what: str, known: tuple[str, ...]):
     """A comma-separated list of known names, checked when the arguments are parsed
     (before any server, model or progress bar starts)."""
     def parse(text: str):
-        from .running.databases import EvalError, check_names
+        from .running.databases import check_names
+        from .errors import EvalError
 
         try:
             return check_names(what, [x.strip() for x in text.split(",") if x.strip()], known)
@@ -408,7 +409,7 @@ def _quick(args) -> None:
     """``--quick``: its corpora, database and model, refused beside options that name others."""
     if not getattr(args, "quick", False):
         return
-    from .running.databases import EvalError
+    from .errors import EvalError
 
     given = [flag for flag, on in (("--all", args.all), ("--dataset", args.dataset), ("--backends", args.backends),
                                    ("--embeddings", args.embeddings != ("minilm",))) if on]
@@ -434,7 +435,7 @@ def _datasets(args) -> list[Path] | str:
 
 def external_runs(options: list[str]) -> dict[str, Path]:
     """``--run NAME=PATH`` options as name → path (a name given twice is refused)."""
-    from .running.databases import EvalError
+    from .errors import EvalError
     from .running.external import parse_run_option
 
     runs: dict[str, Path] = {}
@@ -467,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     from powercontext.errors import PowerContextError
 
     from . import harness
-    from .running.databases import EvalError
+    from .errors import EvalError
     from .corpora.datasets import DatasetError
 
     try:

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from powercontext.errors import PowerContextError
 
     from .presenting.calibration_report import write
-    from .running.databases import EvalError
+    from .errors import EvalError
     from .corpora.datasets import DatasetError
     from .harness import calibrate
 

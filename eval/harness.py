@@ -44,7 +44,8 @@ from powercontext.memory.admission import AdmissionPolicy
 
 from .scoring import metrics as M
 from .running.collect import Collected, collect
-from .running.databases import BACKENDS, EvalError, check_names
+from .running.databases import BACKENDS, check_names
+from .errors import EvalError
 from .corpora.datasets import resolve_datasets  # noqa: F401  (harness.resolve_datasets, the door's name)
 from .scoring.recommend import Objective
 from .running.retrieval import channels_of, records_by

@@ -474,7 +474,7 @@ class PcMem(Magics, policy_options.PolicyTraits):
     def _eval(self, args, cell):
         """Run the threshold-evaluation harness and return its summary."""
         try:
-            from powercontext.eval.running.databases import EvalError
+            from powercontext.eval.errors import EvalError
             from powercontext.eval.harness import summary
         except ImportError:
             print("the evaluation harness needs the eval extra: pip install 'powercontext[eval]'")

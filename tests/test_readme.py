@@ -126,7 +126,7 @@ def test_readme_e5_block_prints_what_the_readme_says(tmp_path, monkeypatch, caps
 
 def test_readme_counts_of_the_bundled_corpora_are_the_files_counts():
     """The README quoted 1,174 queries while the files held 1,173 (issue 45)."""
-    from eval import datasets
+    from powercontext.eval.corpora import datasets
 
     corpora = [datasets.load(path) for path in datasets.discover(README.parent / "datasets")]
     assert len(corpora) == 4

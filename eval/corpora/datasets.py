@@ -62,7 +62,7 @@ from .corpus import (  # noqa: F401  (the corpus model is part of this module's 
     is_chinese,
     language,
 )
-from ..running.databases import EvalError
+from ..errors import EvalError
 from .splits import complete
 
 __all__ = [
@@ -85,7 +85,7 @@ _SOURCE = re.compile(r"src_[a-z0-9_]+")
 #: Where the bundled corpora live: the project's datasets/ folder next to this package
 #: (an editable install or a checkout). ``bundled()`` finds a corpus by its bare name
 #: there, so ``--dataset atlas-etl`` works from any working directory.
-BUNDLED_ROOT = Path(__file__).resolve().parent.parent / "datasets"
+BUNDLED_ROOT = Path(__file__).resolve().parents[2] / "datasets"
 
 
 def bundled(name: str | Path) -> Path | None:

@@ -31,7 +31,7 @@ import pandas as pd
 from powercontext.errors import PowerContextError, shown
 
 from ..scoring import metrics as M
-from ..running.databases import EvalError
+from ..errors import EvalError
 from ..running.private import private_dir, private_file
 
 __all__ = ["CSV_ROWS", "RunFolderError", "RunTables", "load", "read_table", "write_table"]

@@ -23,7 +23,8 @@ from powercontext.canonical import SequentialIds, nfc
 from powercontext.errors import EmbeddingNotInstalledError, EmbeddingUnavailableError, PowerContextError
 from powercontext.memory.admission import NO_ADMISSION, AdmissionPolicy
 
-from .databases import Databases, EvalError
+from .databases import Databases
+from ..errors import EvalError
 from ..corpora.datasets import Corpus, load
 from .embedcache import profile_key
 from .loader import load_corpus, text_sequence

@@ -21,9 +21,10 @@ from powercontext.backends.seekdb.urls import database_url, drop_database
 from powercontext.errors import BackendUnavailableError
 from powercontext.suggest import unknown_name
 
+from ..errors import EvalError
 from .private import private_dir
 
-__all__ = ["BACKENDS", "Databases", "EvalError", "check_names"]
+__all__ = ["BACKENDS", "Databases", "check_names"]
 
 BACKENDS = ("sqlite", "oceanbase")
 
@@ -38,10 +39,6 @@ def check_names(what: str, names: Any, known: tuple[str, ...]) -> tuple[str, ...
     if not names:
         raise EvalError(f"no {what}s given: use {', '.join(known)}")
     return names
-
-
-class EvalError(RuntimeError):
-    """The harness cannot run as asked; the message says what to do instead."""
 
 
 class Databases:

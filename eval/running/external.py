@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ..scoring import metrics as M
-from .databases import EvalError
+from ..errors import EvalError
 from ..scoring.grid import POINT_COLUMNS
 from .trecrun import read_ranked
 

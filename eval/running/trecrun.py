@@ -31,7 +31,7 @@ from typing import IO, Any, Collection, Iterator
 from powercontext.canonical import MAX_ID_LENGTH, is_valid_id
 from powercontext.errors import PowerContextError, shown
 
-from .databases import EvalError
+from ..errors import EvalError
 
 __all__ = ["MAX_JSON_BYTES", "MAX_LINE_BYTES", "RunFileError", "read_ranked"]
 

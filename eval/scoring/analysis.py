@@ -20,7 +20,7 @@ from . import metrics as M
 from ..running.collect import Collected
 from .compare import admitted_agreement, explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
 from .crossval import crossvalidate, fold_count, fold_groups, summarise
-from ..running.databases import EvalError
+from ..errors import EvalError
 from .explain import explain_tables
 from ..running.external import external_per_query, external_runs
 from .peers import peers_frame

@@ -33,7 +33,7 @@ from powercontext.memory import admission
 from powercontext.memory.admission import AdmissionPolicy
 from powercontext.suggest import did_you_mean, unknown_name
 
-from ..running.databases import EvalError
+from ..errors import EvalError
 from ..presenting.results import RunTables
 from ..running.retrieval import candidate, channels_of, records_by
 

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 
 import powercontext as pc
@@ -60,6 +61,7 @@ async def test_a_first_load_builds_the_index_after_its_rows_and_searches_alike(o
             drop_database(oceanbase_url, name)
 
 
+LOAD_BOUND_S = 600  # the loader's model load and 3,000 embeddings, on the slowest machine seen
 _LOADER = textwrap.dedent("""
     import asyncio, os
     import powercontext as pc
@@ -84,7 +86,11 @@ async def test_a_first_load_killed_without_its_index_is_mended_by_the_next_open(
             loader = subprocess.Popen([sys.executable, "-c", _LOADER], stdout=subprocess.PIPE, text=True,
                                       env={**os.environ, "PC_FIRST_LOAD_URL": url})  # not in argv: it holds the password
             try:
-                for _ in range(3000):  # the model loads and embeds first (~10 s), then the index goes
+                # the model loads and embeds first (~10 s idle), then the index goes. Bounded by
+                # a clock, not a count of polls: 3,000 polls (~60 s) ran out on a loaded machine
+                # (load 16 on 2 cores) before the index went, and the kill came too early
+                deadline = time.monotonic() + LOAD_BOUND_S
+                while time.monotonic() < deadline:
                     if await _vector_index_id(watcher) is None or loader.poll() is not None:
                         break
                     await asyncio.sleep(0.02)

@@ -92,6 +92,7 @@ async def _searchable_and_verified(svc):
 
 
 @pytest.mark.parametrize("mode", ["append", "create"])
+@pytest.mark.fresh_database  # a writer process that a kill may leave holding locks
 async def test_a_commit_inside_the_migrations_write_transaction_is_refused(
         open_service, backend_name, minilm, e5, tmp_path, monkeypatch, mode):
     outcomes = []
@@ -145,6 +146,7 @@ async def test_verify_reports_a_vector_of_another_profile(open_service, backend_
                for i in report.issues), report.issues
 
 
+@pytest.mark.fresh_database  # a writer process that a kill may leave holding locks
 async def test_a_migration_finishes_while_another_process_keeps_writing(
         open_service, backend_name, minilm, e5, tmp_path):
     """Issue 43 item 9: a real writer process commits every PERIOD s (0.5 here, the

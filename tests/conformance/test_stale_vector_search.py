@@ -69,6 +69,7 @@ async def test_a_never_searched_former_head_is_not_head(open_service, minilm):
         await svc.search("build cache", memories=(pc.ArtifactRef("mem_art_nowhere", 1),), mode="vector")
 
 
+@pytest.mark.fresh_database  # a writer process that a kill may leave holding locks
 async def test_searches_under_a_writer_process_fail_only_as_not_head(open_service, backend_name, minilm):
     """Searchers here, a real writer process committing to the same Memory: every
     search either answers or raises NotHeadError, never another error."""

@@ -10,7 +10,7 @@ from ranx import Qrels, Run, evaluate
 
 from powercontext.eval import harness
 from powercontext.eval.__main__ import main
-from powercontext.eval.running.databases import EvalError
+from powercontext.eval.errors import EvalError
 from powercontext.eval.scoring.sweep import Grid
 
 from .fakes import write_corpus

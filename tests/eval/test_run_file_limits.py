@@ -14,7 +14,7 @@ import pytest
 from powercontext.errors import PowerContextError
 from powercontext.eval import harness
 from powercontext.eval.__main__ import main
-from powercontext.eval.running.databases import EvalError
+from powercontext.eval.errors import EvalError
 from powercontext.eval.corpora.datasets import validate
 from powercontext.eval.running.external import external_runs
 from powercontext.eval.running.trecrun import RunFileError

@@ -10,7 +10,7 @@ import pytest
 
 from powercontext.eval import harness
 from powercontext.eval.scoring.crossval import crossvalidate, fold_count, summarise
-from powercontext.eval.running.databases import EvalError
+from powercontext.eval.errors import EvalError
 from powercontext.eval.corpora.datasets import load
 from powercontext.eval.scoring.recommend import Objective
 from powercontext.eval.corpora.splits import Stratified, assign, complete

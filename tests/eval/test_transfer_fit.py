@@ -11,7 +11,7 @@ import pytest
 
 import powercontext as pc
 from powercontext.eval import harness
-from powercontext.eval.running.databases import EvalError
+from powercontext.eval.errors import EvalError
 from powercontext.eval.scoring.recommend import Objective, choose, point_rows
 from powercontext.eval.scoring.grid import family_of, policy_label
 from powercontext.eval.scoring.sweep import Grid

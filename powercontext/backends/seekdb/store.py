@@ -31,7 +31,7 @@ __all__ = ["ENV_DIR", "RUNS", "STORES", "StoreInUseError", "default_store", "lea
 ENV_DIR = "POWERCONTEXT_SEEKDB_DIR"
 STORES = Path("~/.cache/powercontext/seekdb-stores")
 CHECKOUTS = "checkouts"  # JSON list of the project folders that used the store
-RUNS = "runs"  # the harness runs' leases (eval/store_runs.py)
+RUNS = "runs"  # the harness runs' leases (eval/running/store_runs.py)
 _MARKERS = ("pyproject.toml", ".git")
 
 
@@ -126,7 +126,7 @@ def note_checkout(store: str | os.PathLike[str], start: str | os.PathLike[str] |
 
 
 def leases(store: str | os.PathLike[str]) -> list[tuple[Path, dict]]:
-    """(path, record) of every run lease in ``<store>/runs`` (eval/store_runs.py writes
+    """(path, record) of every run lease in ``<store>/runs`` (eval/running/store_runs.py writes
     them); a record that cannot be read (half-written by a killed run) is ``{}``."""
     found = []
     for path in sorted((Path(store) / RUNS).glob("*.json")):
