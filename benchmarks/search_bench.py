@@ -19,8 +19,8 @@ bundled corpora (limit 8):
 * ``recall``: the vector channel's top 32 against the exact top 32 of the searched
   Memory (numpy over the stored vectors), mean over the questions.
 
-On OceanBase each state is measured twice: as shipped (the two channel statements at
-once, on two connections) and with ``concurrent_channels`` off (one after the other).
+On both databases each state is measured twice: as shipped (the two channel statements
+at once, on two connections) and with ``concurrent_channels`` off (one after the other).
 ``--maintain`` runs ``svc.maintain()`` after the load and measures again; ``--explain``
 prints OceanBase's plans of the channel statements at each size. Prints figures;
 asserts nothing.
@@ -117,7 +117,7 @@ async def measure(svc, rev, texts, questions, vectors, backend_name, n, explain)
 
 
 async def serially(svc, state: str, measured) -> list:
-    """OceanBase reads a hybrid search's two channels at once (oceanbase/search.py): the
+    """Both databases read a hybrid search's two channels at once (channel_pool.py): the
     same measurement with them read one after the other, for the difference."""
     if not hasattr(svc.backend, "concurrent_channels"):
         return []

@@ -301,6 +301,19 @@ def script_of_tokens(stored: "list[str] | tuple[str, ...]") -> str:
     return "none"
 
 
+def script_of_stored(searchable_text: str) -> str:
+    """``script_of_tokens(searchable_text.split())``, for a projection's stored text.
+    Search asks it of every candidate it has not seen (~80 per hybrid search; at 50k
+    entries most are new), and nearly all are ASCII words and numbers: such a text is
+    decided by two C string scans, not a Python step per token. A text of ASCII letters
+    and digits only (spaces aside) has no CJK token (those hold ``_``) and no "other"
+    token: it is ``latin`` if it holds a letter, else ``none``."""
+    letters_and_digits = searchable_text.replace(" ", "")
+    if searchable_text.isascii() and letters_and_digits.isalnum():
+        return "none" if letters_and_digits.isdigit() else "latin"
+    return script_of_tokens(searchable_text.split())
+
+
 def fts5_match_expression(terms: tuple[str, ...]) -> str:
     """An FTS5 MATCH expression: each term double-quoted (a string, never syntax),
     joined with OR. Terms come from the analyzer, so they contain no quotes."""

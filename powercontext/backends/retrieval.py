@@ -139,7 +139,7 @@ class AuthoritativeRetrieval:
             # between them it made the second one slower (caches), ~0.3 ms at 1k entries.
             fts_rows, vector_rows = self._channel_rows(
                 tx, ids, request.terms if "fts" in request.channels and request.terms else None,
-                request.query_vector if vector else None, request.pool)
+                request.query_vector if vector else None, request.pool, (heads, schema))
             if fts_rows is not None:
                 df = Counter()
                 pooled = fts_pool(fts_rows, request.terms, request.pool, df)
@@ -172,10 +172,11 @@ class AuthoritativeRetrieval:
                         for name, rows in raw.items()}
         return Retrieval(memories=request.memories, terms=request.terms, channels=channels)
 
-    def _channel_rows(self, tx, ids, terms, query_vector, pool):
+    def _channel_rows(self, tx, ids, terms, query_vector, pool, state=None):
         """(full-text rows or None, vector rows or None) of the selected Memories, read
         in this transaction one after the other. ``terms`` None: no full-text read;
-        ``query_vector`` None: no vector read. What the rows say is checked afterwards
+        ``query_vector`` None: no vector read; ``state``: ``_search_state`` as this
+        transaction read it (a backend reading on another connection compares). What the rows say is checked afterwards
         (the heads re-read, each candidate against the verified manifest), so a backend
         may read a channel on another connection (oceanbase/search.py)."""
         fts_rows = None if terms is None else self._fts_query(tx, ids, terms, fts_fetch_size(pool))
@@ -234,7 +235,7 @@ class AuthoritativeRetrieval:
         return tuple(out)
 
     def _scripts_of(self, searchable_texts: list[str]) -> dict[str, str]:
-        """``analyzer.script_of_tokens`` of each stored searchable_text — the entry's
+        """``analyzer.script_of_stored`` of each stored searchable_text — the entry's
         script as its stored analyzer tokens show it, no re-analysis of candidate texts
         on the search path — cached by that exact text (a function of it alone): a
         hybrid search asks it of ~64 candidates, which cost more than the vector query
@@ -242,7 +243,7 @@ class AuthoritativeRetrieval:
         scripts = self.script_cache.get_many(searchable_texts)
         for text in searchable_texts:
             if text not in scripts:
-                scripts[text] = analyzer.script_of_tokens(text.split())
+                scripts[text] = analyzer.script_of_stored(text)
                 self.script_cache.put(text, scripts[text], 2 * len(text) + 120)
         return scripts
 

@@ -65,15 +65,16 @@ async def test_commit_during_search_never_yields_silently_empty_hits(open_servic
 
 async def test_a_commit_during_the_vector_read_is_seen_as_in_a_full_text_read(open_service, backend_name, monkeypatch,
                                                                              minilm):
-    """On OceanBase a hybrid search reads its vector channel on a connection of its own,
-    beside the full-text statement (oceanbase/search.py, _channel_rows). A commit that lands
-    during that read is caught by the same heads re-read as one during the full-text
-    statement: a conflict on OceanBase, hits of the requested Revision on SQLite."""
+    """A hybrid search reads its vector channel on a connection of its own, beside the
+    full-text statement (oceanbase/search.py and sqlite/search.py, _channel_rows).
+    A commit that lands during that read is caught by the same heads re-read as one
+    during the full-text statement: a conflict on OceanBase, hits of the requested
+    Revision on SQLite (the second connection reads only a snapshot with the same heads)."""
     threads = await search_while_the_head_moves(open_service, backend_name, monkeypatch, "hybrid", "_vector_query",
                                                 embedding=minilm)
-    # OceanBase: the two statements on two threads (two connections); SQLite: one
+    # the two statements on two threads (two connections), on both databases
     assert threads["_fts_query"] and threads["_vector_query"]
-    assert set(threads["_fts_query"]).isdisjoint(threads["_vector_query"]) == (backend_name == "oceanbase")
+    assert set(threads["_fts_query"]).isdisjoint(threads["_vector_query"])
 
 
 async def test_a_closed_backend_opens_no_connection_for_a_late_vector_read(open_service, backend_name, minilm):

@@ -103,6 +103,18 @@ def test_the_script_of_stored_tokens_follows_the_per_token_rule(stored):
     assert analyzer.script_of_tokens(stored) == _script_token_by_token(stored)
 
 
+@settings(max_examples=300)
+@given(st.lists(st.one_of(
+    st.text(alphabet="abcXYZ019_ \t-é中", max_size=8),
+    st.sampled_from(["u_4e2d", "b_4e2d_6587", "42", "port", "café", "a_b", "x-1", "007"]),
+), max_size=12))
+def test_the_script_of_a_stored_text_follows_the_per_token_rule(stored):
+    # search decides most candidates' scripts from the whole stored text at once
+    # (ASCII letters and digits): the verdict must be the per-token rule's
+    text = " ".join(stored)
+    assert analyzer.script_of_stored(text) == _script_token_by_token(text.split())
+
+
 @given(st.text(max_size=60))
 def test_script_of_a_text_is_the_script_of_its_tokens(text):
     assert analyzer.script(text) == _script_token_by_token(analyzer.tokens(text))

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import wait
 from typing import Any
 
-from ...errors import ServiceClosedError
+from ..channel_pool import ChannelPool
 from .heads import _marks, vector_literal
 from ..retrieval import fts_fetch_size
 
@@ -21,18 +20,12 @@ _VECTOR_COLUMNS = ("memory_artifact_id, entry_id, entry_version_id, entry_conten
                    "l2_distance(embedding, %s) AS d, searchable_text")
 
 
-class HeadSearch:
+class HeadSearch(ChannelPool):
     _vector_column: bool = False
-    _channel_pool: ThreadPoolExecutor | None = None
-    _channel_pool_lock = threading.Lock()
-    _channel_pool_closed = False
-    # False: a hybrid search reads its channels one after the other on one connection
-    # (a server with one core gains nothing from two statements at once)
-    concurrent_channels: bool = True
 
     # ------------------------------------------------------------- search
 
-    def _channel_rows(self, tx, ids, terms, query_vector, pool):
+    def _channel_rows(self, tx, ids, terms, query_vector, pool, state=None):
         """A hybrid search's two channel statements at once: the vector statement on a
         connection of its own (its own read transaction), the full-text one on ``tx``.
         The server runs them on two cores, where one after the other they add up
@@ -43,7 +36,7 @@ class HeadSearch:
         every candidate against the verified manifest, so rows read on the other
         connection are held to the same checks."""
         if terms is None or query_vector is None or not self.concurrent_channels:
-            return super()._channel_rows(tx, ids, terms, query_vector, pool)
+            return super()._channel_rows(tx, ids, terms, query_vector, pool, state)
         vector_read = self._channel_executor().submit(self._vector_read, ids, query_vector, pool)
         try:
             fts_rows = self._fts_query(tx, ids, terms, fts_fetch_size(pool))
@@ -55,23 +48,6 @@ class HeadSearch:
     def _vector_read(self, ids, query_vector, pool):
         with self._transaction(write=False) as tx:
             return self._vector_query(tx, ids, query_vector, pool)
-
-    def _channel_executor(self) -> ThreadPoolExecutor:
-        """Threads for the vector statements of concurrent searches, one connection each
-        (as many as the backend's workers, so no search waits for another's)."""
-        with self._channel_pool_lock:
-            if self._channel_pool_closed:  # a search racing close(): no new connection after it
-                raise ServiceClosedError(f"{self.name} backend is closed: open the database again")
-            if self._channel_pool is None:
-                self._channel_pool = ThreadPoolExecutor(max_workers=self.max_workers,
-                                                        thread_name_prefix=f"pc-{self.name}-vector")
-            return self._channel_pool
-
-    def _close_channel_executor(self) -> None:
-        with self._channel_pool_lock:
-            pool, self._channel_pool, self._channel_pool_closed = self._channel_pool, None, True
-        if pool is not None:
-            pool.shutdown(wait=True)
 
     def _fts_query(self, tx, artifact_ids, terms, k):
         """Top-k by (score desc, memory, entry). The server pushes ORDER BY score LIMIT

@@ -28,6 +28,7 @@ from ..maintenance import MaintenanceStep
 from ..portable import PortableSQL, marks
 from ..rules import lineage_hash, schema_records
 from ... import analyzer
+from .search import SQLiteSearch, load_vec
 
 MIN_SQLITE = (3, 38, 0)
 BUSY_TIMEOUT_MS = 10_000
@@ -150,14 +151,16 @@ _HEAD_METADATA = (
 )
 
 
-class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
+class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
     name = "sqlite"
     max_workers = 1
+    busy_timeout_ms = BUSY_TIMEOUT_MS
 
     def __init__(self, path: str | Path, embedding_profile: EmbeddingProfile | None = None,
                  analyzer: str | None = None) -> None:
         super().__init__(embedding_profile, analyzer)
         self.path = str(path)
+        self._init_channels()
         version = tuple(int(p) for p in apsw.sqlite_lib_version().split(".")[:3])
         if version < MIN_SQLITE:
             raise BackendUnavailableError(
@@ -223,15 +226,7 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
         self._probe_fts()
 
     def _load_vec(self) -> None:
-        try:
-            import sqlite_vec
-
-            self._con.enable_load_extension(True)
-            self._con.load_extension(sqlite_vec.loadable_path())
-            self._con.enable_load_extension(False)
-            self._vec_loaded = True
-        except Exception:  # the extension is optional until a profile needs it
-            self._vec_loaded = False
+        self._vec_loaded = load_vec(self._con)  # optional until a profile needs it
 
     def _adopt_profile(self, tx: Any, stored: str | None) -> None:
         """The embedding profile is fixed with the schema. A database created without
@@ -286,6 +281,7 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             cur.execute("COMMIT")
 
     def _close_sync(self) -> None:
+        self._close_channels()
         self._con.close()
 
     def _driver_error(self, exc: BaseException) -> PowerContextError | None:
@@ -474,16 +470,6 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
 
     # ------------------------------------------------------------- search
 
-    def _fts_query(self, tx, artifact_ids, terms, k):
-        marks = ",".join("?" * len(artifact_ids))
-        return tx.execute(
-            "SELECT h.memory_artifact_id, h.entry_id, h.entry_version_id, h.entry_content_hash, h.searchable_text "
-            "FROM memory_entry_search_fts AS f JOIN memory_entry_heads AS h ON h.projection_id = f.rowid "
-            f"WHERE memory_entry_search_fts MATCH ? AND h.memory_artifact_id IN ({marks}) "
-            "ORDER BY f.rank, h.memory_artifact_id, h.entry_id LIMIT ?",
-            (analyzer.fts5_match_expression(terms), *artifact_ids, k),
-        ).fetchall()
-
     # ------------------------------------------------------------- vectors
 
     def _vector_supported_sync(self):
@@ -527,17 +513,6 @@ class SQLiteMemoryBackend(PortableSQL, DatabaseMemoryBackend):
             f"SELECT COUNT(*) {_HEAD_METADATA} AND m.projection_id IS NULL",
             (artifact_id,),
         ).fetchone()[0]
-
-    def _vector_query(self, tx, artifact_ids, vector, k):
-        marks = ",".join("?" * len(artifact_ids))
-        return tx.execute(
-            "SELECT h.memory_artifact_id, h.entry_id, h.entry_version_id, h.entry_content_hash, v.distance, "
-            "h.searchable_text FROM memory_entry_search_vector AS v JOIN memory_entry_heads AS h ON h.projection_id = v.rowid "
-            "WHERE v.embedding MATCH ? AND k = ? AND v.rowid IN "
-            f"(SELECT projection_id FROM memory_entry_heads WHERE memory_artifact_id IN ({marks})) "
-            "ORDER BY v.distance, h.memory_artifact_id, h.entry_id",
-            (_float32(vector), k, *artifact_ids),
-        ).fetchall()
 
     def stored_vector(self, entry_version_id: str) -> tuple[float, ...] | None:
         """Debugging read of one stored vector (tests prove re-embedding with it)."""
