@@ -442,9 +442,7 @@ class PcMem(Magics, policy_options.PolicyTraits):
         Every admission policy field is an option (below); one that cannot decide this
         search (another mode's floor, a family the policy does not use) is refused."""
         mode = args.mode or self.mode
-        options = policy_options.given(args)
-        planned = policy_options.resolved_mode(mode, self.svc)
-        policy = policy_options.checked_policy(options, self.svc.policy, planned)
+        options, planned, policy = policy_options.for_search(args, mode, self.svc)
         if mode != "fts":
             self.session.warm_model()
         result, frame = self.run(reads.search(
@@ -452,9 +450,8 @@ class PcMem(Magics, policy_options.PolicyTraits):
             limit=self.limit if args.limit is None else args.limit,  # 0 is refused like -3, not replaced
             policy=policy, explain=args.explain, **self._width(),
         ))
-        if result.mode != planned:  # auto fell back: say which options the search could not use
-            for line in policy_options.refusals(options, self.svc.policy, result.mode):
-                print(f"note: {line}")
+        for note in policy_options.fallback_notes(options, self.svc.policy, planned, result.mode):
+            print(note)
         extra = f" · {len(frame)} candidates, {int(frame['admitted'].sum())} admitted" if args.explain else ""
         print(result_summary(result) + extra)
         hint = explain_hint(result, "%pcmem search " + shlex.join(args.query))

@@ -85,8 +85,7 @@ def refusals(options: Mapping[PolicyField, Any], base: AdmissionPolicy, mode: st
     """Why each given option cannot decide a ``mode`` search under ``base``: whether a
     family is on is the base policy's (an option tunes a rule, it does not switch one
     on), which channel the gate reads is the given ``gate_signal``'s."""
-    signal = {f.name: v for f, v in options.items()}.get("gate_signal", base.gate_signal)
-    judged = dataclasses.replace(base, gate_signal=signal)
+    judged = policy_fields.switched(base, {f.name: v for f, v in options.items()})
     out = []
     for field in options:
         reason = policy_fields.why_not(field, judged, mode, fields)
@@ -108,6 +107,22 @@ def checked_policy(options: Mapping[PolicyField, Any], base: AdmissionPolicy, mo
         return dataclasses.replace(base, **{f.name: v for f, v in options.items()})
     except ValueError as exc:  # InvalidMemoryRequestError: out of range
         raise PcMemUserError(f"bad admission threshold: {exc}") from None
+
+
+def for_search(args: argparse.Namespace, mode: str, svc: Any) -> tuple[dict[PolicyField, Any], str, AdmissionPolicy | None]:
+    """What ``%pcmem search`` and ``%pcmem runtime search`` do with their policy options
+    before searching ``svc``: (the options given, the mode planned, the policy to search
+    with — None for the service's own), each option checked to decide that mode."""
+    options = given(args)
+    planned = resolved_mode(mode, svc)
+    return options, planned, checked_policy(options, svc.policy, planned)
+
+
+def fallback_notes(options: Mapping[PolicyField, Any], base: AdmissionPolicy, planned: str,
+                   used: str) -> list[str]:
+    """A note per given option the search could not use, when ``auto`` fell back from the
+    planned mode to ``used``; none when it ran as planned."""
+    return [] if used == planned else [f"note: {line}" for line in refusals(options, base, used)]
 
 
 # ---------------------------------------------------------------------- %config PcMem

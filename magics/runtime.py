@@ -325,17 +325,15 @@ def _search(magics, session: RuntimeSession, args, cell):
     query = " ".join(args.query)
     # checked like `%pcmem search`'s, against the Runtime's own service and policy
     svc = session.runtime.memory_service
-    options = policy_options.given(args)
-    planned = policy_options.resolved_mode(args.mode, svc)
-    policy = policy_options.checked_policy(options, svc.policy, planned)
+    options, planned, policy = policy_options.for_search(args, args.mode, svc)
     if args.mode != "fts":
         _warm(session.runtime)
     result = magics.session.run(memory.search(query, limit=args.limit, mode=args.mode, policy=policy,
                                               explain=args.explain))
     no_memory = (result.fallback_reason or "").endswith("has no Memory yet")
-    if result.mode != planned and not no_memory:  # auto fell back: say which options it could not use
-        for line in policy_options.refusals(options, svc.policy, result.mode):
-            print(f"note: {line}")
+    if not no_memory:  # nothing to search yet is not a fallback the options could have helped
+        for note in policy_options.fallback_notes(options, svc.policy, planned, result.mode):
+            print(note)
     if args.explain:
         frame = tables.decisions_frame(result.decisions, result.hits, width=args.width)
         extra = f" · {len(frame)} candidates, {int(frame['admitted'].sum())} admitted"

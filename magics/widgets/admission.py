@@ -110,10 +110,9 @@ class AdmissionInspector(ServiceWidget):
         Judged under the switches' current values (``gate_signal``: which pool the gate
         reads), so switching one shows or hides the controls that depend on it."""
         self.used_mode = mode
-        switched = {name: policy_controls.control_value(field, self.controls[name])
-                    for name, field in policy_fields.by_name(self.fields).items()
-                    if name in policy_fields.SWITCHES and name in self.controls}
-        judged = dataclasses.replace(self.base_policy, **switched)
+        judged = policy_fields.switched(self.base_policy, {
+            name: policy_controls.control_value(field, self.controls[name])
+            for name, field in policy_fields.by_name(self.fields).items() if name in self.controls})
         self.shown = [f.name for f in policy_controls.applicable(judged, mode, self.fields)]
         for name, control in self.controls.items():
             display = None if name in self.shown else "none"

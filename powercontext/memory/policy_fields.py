@@ -36,7 +36,7 @@ from ..errors import InvalidMemoryRequestError
 from .admission import FAMILIES_OFF, GATE_SIGNALS, AdmissionPolicy
 
 __all__ = ["PolicyField", "DESCRIBED", "field_description", "FIELDS", "TUNABLE", "MODES", "by_name", "build",
-           "mode_channels", "deciding", "why_not", "reachable", "SWITCHES", "parse_value", "NO_VALUE"]
+           "mode_channels", "deciding", "why_not", "reachable", "SWITCHES", "switched", "parse_value", "NO_VALUE"]
 
 #: The modes a search runs in once ``auto`` is resolved, and the channels each retrieves.
 MODES = ("fts", "vector", "hybrid")
@@ -244,6 +244,15 @@ def why_not(field: PolicyField, policy: Any, mode: str, fields_: Iterable[Policy
                 f"used{f'; {instead.name} decides instead' if instead else ''}); switch it on with "
                 f"%config PcMem.{field.name} or a policy file")
     return None
+
+
+def switched(policy: Any, values: Mapping[str, Any]) -> Any:
+    """``policy`` with the switches among ``values`` (``SWITCHES``) set: what decides which
+    other fields apply — a given ``gate_signal`` moves ``gate_min`` to its pool, while
+    whether a family is on stays the policy's (a value tunes a rule, it does not switch
+    one on)."""
+    chosen = {name: values[name] for name in SWITCHES if name in values}
+    return dataclasses.replace(policy, **chosen) if chosen else policy
 
 
 def reachable(field: PolicyField, policy: Any, mode: str, fields_: Iterable[PolicyField] | None = None) -> bool:
