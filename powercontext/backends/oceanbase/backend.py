@@ -253,8 +253,8 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
 
     def _raw_connect(self, database: str | None):
         p = self._params
+        bound = stall_bound_s(self.query_timeout_us / 1e6)  # no statement waits forever on a stalled server
         try:
-            bound = stall_bound_s(self.query_timeout_us / 1e6)  # no statement waits forever on a stalled server
             return connect(
                 host=p["host"], port=p["port"], user=p["user"], password=p["password"],
                 database=database, autocommit=True, connect_timeout=10, read_timeout=bound, write_timeout=bound,
@@ -265,6 +265,10 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
                     f"OceanBase at {p['host']}:{p['port']} refused the credentials of {p['user']!r} "
                     "(a wrong password, or no such user): check the URL's user and password"
                 ) from None
+            if is_stalled(exc):
+                # the port accepted and the handshake never came: a wedged server, not a
+                # missing one — the same error a statement on it gets, not "start one"
+                raise ServerStalledError(*stalled_message(p["host"], p["port"], bound)) from None
             error = ConnectionLostError if is_connection_lost(exc, connecting=True) else BackendUnavailableError
             raise error(
                 f"cannot reach OceanBase at {p['host']}:{p['port']} as {p['user']!r}: {exc.args[-1]}. "
