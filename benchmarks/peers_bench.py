@@ -8,12 +8,14 @@ FTS5 alone — LanceDB, Qdrant's local mode and Chroma, on the same texts and ve
 The peers come from the ``peers`` extra (``pip install -e '.[peers]'``; ``make bench``
 installs it). Per vector kind and size N:
 
-* **Data.** N texts: perf_bench's corpus (the bundled corpora's memories, grown to N by
-  seeded recombinations). Vectors ``seeded``: seeded pseudo-random 384-d unit vectors
-  (float32), queries likewise; or ``minilm``: all-MiniLM-L6-v2's vectors of the bundled
-  texts and of the questions, made by the real model, the recombinations' vectors derived
-  from their parts' (model_vectors.py says how, and how close that is). Query texts are
-  the bundled questions (seeded order), the same for every system.
+* **Data.** N texts: perf_bench's corpus (the bundled corpora's distinct memories, grown
+  to N by seeded recombinations "A; also, b (note N)" of two of them: real sentences for
+  full-text search, every text distinct). Vectors ``seeded``: seeded pseudo-random 384-d
+  unit vectors (float32), queries likewise; or ``minilm``: every one of the N texts and
+  every question embedded by the real all-MiniLM-L6-v2 (powercontext's own embedder),
+  cached between runs in ``--cache`` (minilm_corpus.py: the first run at 50k embeds for
+  over an hour on this 2-core machine; later runs read the file). Query texts are the
+  bundled questions (seeded order), the same for every system.
 * **One process per system, one at a time**: each system loads the data into a scratch
   directory of its own through its documented bulk path with its default index, then
   answers ``--warmup`` + ``--queries`` top-10 vector queries (and full-text / hybrid
@@ -62,13 +64,20 @@ SYSTEMS = ("sqlite-vec", "fts5", "lancedb", "qdrant", "chroma", "powercontext")
 # ------------------------------------------------------------------ data (parent)
 
 
-def prepare(kind: str, n: int, queries: int, folder: Path) -> None:
+def minilm_cache() -> Path:
+    from minilm_corpus import CACHE
+
+    return CACHE
+
+
+def prepare(kind: str, n: int, queries: int, folder: Path, cache: Path) -> None:
     """Write texts, vectors, query texts and query vectors to ``folder``, and the exact
-    top-10 of every query (numpy, L2 on the float32 vectors)."""
+    top-10 of every query (numpy, L2 on the float32 vectors). ``cache``: where MiniLM's
+    vectors are kept between runs (minilm_corpus.py)."""
     import perf_bench as pb
 
     base, questions = pb.corpus_texts()
-    texts, parts = pb.synthesize_pairs(base, n)
+    texts, _parts = pb.synthesize_pairs(base, n)
     rng = np.random.default_rng(11)
     distinct = list(dict.fromkeys(q for q in questions if q.strip()))
     order = rng.permutation(len(distinct))
@@ -77,11 +86,15 @@ def prepare(kind: str, n: int, queries: int, folder: Path) -> None:
         vectors = np.random.default_rng(7).standard_normal((n, DIM))
         qvectors = np.random.default_rng(13).standard_normal((len(qtexts), DIM))
     elif kind == "minilm":
-        import model_vectors
+        from minilm_corpus import MinilmCorpus
 
-        table = model_vectors.CorpusVectors("minilm", base, texts, parts, qtexts)
-        vectors = table.table.astype(np.float64)
-        qvectors = np.array([table.questions[q] for q in qtexts], dtype=np.float64)
+        model = MinilmCorpus(cache, progress=lambda line: print(f"  {line}", flush=True))
+        qvectors = model.vectors(qtexts, "query").astype(np.float64)
+        vectors = model.vectors(texts).astype(np.float64)
+        if model.embedded:
+            print(f"  MiniLM embedded {model.embedded:,} texts in {model.seconds:.0f} s "
+                  f"({model.embedded / model.seconds:.1f} texts/s, load average {os.getloadavg()[0]:.1f}); "
+                  f"the rest came from {cache}", flush=True)
     else:
         raise SystemExit(f"unknown vector kind {kind!r}: seeded or minilm")
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
@@ -338,6 +351,8 @@ def main() -> None:
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--cache", default=os.environ.get("PEERS_CACHE", str(minilm_cache())),
+                    help="where --vectors minilm keeps the model's vectors between runs (embedded once)")
     ap.add_argument("--child")
     ap.add_argument("--data")
     ap.add_argument("--out")
@@ -354,7 +369,7 @@ def main() -> None:
             with tempfile.TemporaryDirectory(prefix="pc-peers-") as tmp:
                 data = Path(tmp) / "data"
                 data.mkdir()
-                prepare(kind, n, args.warmup + args.queries, data)
+                prepare(kind, n, args.warmup + args.queries, data, Path(args.cache))
                 truth = np.load(data / "truth.npy")[args.warmup:]
                 print(f"\n{kind} vectors, N = {n:,}: top-{TOP}, {args.queries} queries after {args.warmup} warm-ups, "
                       "one process per system, one at a time")
