@@ -4,6 +4,7 @@ FTS5 alone — LanceDB, Qdrant's local mode and Chroma, on the same texts and ve
 
     .venv/bin/python benchmarks/peers_bench.py [--sizes 10000,50000] [--vectors seeded,minilm]
         [--systems sqlite-vec,fts5,lancedb,qdrant,chroma,powercontext] [--queries 200] [--warmup 20]
+        [--cache ~/.cache/powercontext/bench-vectors/peers-minilm]
 
 The peers come from the ``peers`` extra (``pip install -e '.[peers]'``; ``make bench``
 installs it). Per vector kind and size N:
