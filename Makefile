@@ -85,7 +85,8 @@ scale: $(STAMP)
 # admission in probability units adds per query at 1k (benchmarks/calibration_bench.py, issue 46), then one
 # remember() of 10k and 50k entries with vectors given on both databases
 # (benchmarks/load_bench.py, issue 48), then this project beside sqlite-vec + FTS5, LanceDB,
-# Qdrant local and Chroma at 10k, seeded and real MiniLM vectors, one process per system
+# Qdrant local and Chroma at 10k (this project on SQLite and on a seekdb of its own), seeded
+# and real MiniLM vectors, one process per system
 # (benchmarks/peers_bench.py, issue 48). 50k is `make bench PEERS_SIZES=10000,50000`: the
 # first MiniLM run at 50k embeds 50k texts (over an hour on 2 cores; at 10k ~20 min), cached
 # in ~/.cache/powercontext/bench-vectors/peers-minilm for later runs. Prints figures,

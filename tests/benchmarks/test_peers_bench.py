@@ -1,10 +1,11 @@
 """benchmarks/peers_bench.py with real MiniLM vectors (issue 48, item 1), on a tiny N: the
 table it prints gives the exact systems (sqlite-vec's vec0 scan, and this project with
-an admit-everything policy) recall 1.000 against numpy's exact top-10 on the same
+an admit-everything policy, on SQLite and on OceanBase) recall 1.000 against numpy's exact top-10 on the same
 vectors; and the vectors are the model's own, embedded once per cache folder."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,21 +23,24 @@ def table_rows(output: str) -> dict[str, list[str]]:
     rows = {}
     for line in output.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if line.startswith("| ") and cells[0] in ("sqlite-vec", "powercontext"):
+        if line.startswith("| ") and cells[0] in ("sqlite-vec", "powercontext", "powercontext-oceanbase"):
             rows[cells[0]] = cells
     return rows
 
 
-def test_minilm_table_gives_the_exact_systems_full_recall(tmp_path):
+def test_minilm_table_gives_the_exact_systems_full_recall(tmp_path, oceanbase_url):
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "peers_bench.py"), "--vectors", "minilm", "--sizes", "40",
-         "--systems", "sqlite-vec,powercontext", "--queries", "8", "--warmup", "2", "--cache", str(tmp_path)],
-        capture_output=True, text=True, timeout=600, cwd=ROOT)
+         "--systems", "sqlite-vec,powercontext,powercontext-oceanbase", "--queries", "8", "--warmup", "2",
+         "--cache", str(tmp_path)],
+        # the session's seekdb (bench_dirs then starts none)
+        capture_output=True, text=True, timeout=600, cwd=ROOT,
+        env={**os.environ, "POWERCONTEXT_OCEANBASE_URL": oceanbase_url})
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "minilm vectors, N = 40" in proc.stdout
     assert "MiniLM embedded 50 texts" in proc.stdout  # 40 documents + 10 questions, none cached yet
     rows = table_rows(proc.stdout)
-    assert set(rows) == {"sqlite-vec", "powercontext"}, proc.stdout
+    assert set(rows) == {"sqlite-vec", "powercontext", "powercontext-oceanbase"}, proc.stdout
     for system, cells in rows.items():
         assert not cells[1].startswith("failed"), cells
         assert cells[4] == "1.000", (system, cells)  # recall@10 column
