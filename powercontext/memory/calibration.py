@@ -14,7 +14,11 @@ cell's candidates alone —
 * vector: the cosine (or the centred cosine, the artefact says which) per language
   pair, ``<query script>><entry script>`` in the analyzer's script classes
   (``latin>cjk``: an English question, a Chinese entry);
-* fts: the coverage (matched / query terms) per query-length bucket (``QUERY_BUCKETS``).
+* fts: the coverage (matched / query terms) per query-length bucket (``QUERY_BUCKETS``);
+* hybrid (format v2): the two channels' probabilities and whether both found the
+  candidate, stacked into one (``hybrid_calibration``). A v1 artefact has no hybrid
+  cell: a hybrid candidate then gets the larger of its channels' probabilities (the
+  stated fallback, ``HYBRID_FALLBACK`` in explain).
 
 A map is a list of (x, p) points from isotonic regression, applied by monotone linear
 interpolation (clamped at the ends), so applying it needs no scikit-learn. A cell
@@ -37,20 +41,26 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ..analyzer import SCRIPTS
 from ..bundled import bundled_profile
 from ..errors import InvalidMemoryRequestError
 from ..model import AdmissionDecision, ChannelCandidate, EmbeddingProfile
+from .hybrid_calibration import HybridCalibration
 
 __all__ = [
-    "CALIBRATION_FORMAT", "Calibration", "CellMap", "ChannelCalibration", "InvalidCalibrationError", "NO_CALIBRATION",
+    "CALIBRATION_FORMAT", "Calibration", "CellMap", "ChannelCalibration", "HYBRID_FALLBACK", "HybridCalibration",
+    "InvalidCalibrationError", "NO_CALIBRATION",
     "QUERY_BUCKETS", "annotate", "calibration_for", "pair_cell", "probability_decision", "probability_verdict",
     "query_bucket",
 ]
 
-CALIBRATION_FORMAT = "powercontext.calibration.v1"
+#: v2 added the hybrid cell; v1 artefacts still load (their hybrid candidates: HYBRID_FALLBACK).
+CALIBRATION_FORMAT = "powercontext.calibration.v2"
+FORMATS = ("powercontext.calibration.v1", CALIBRATION_FORMAT)
+#: The cell explain names for a hybrid candidate of an artefact with no hybrid cell.
+HYBRID_FALLBACK = "no hybrid cell in this artefact → per-channel max"
 #: Query-length buckets of the full-text maps, by distinct analyzer terms: (name, lowest N).
 #: 1–2 terms is the short query the FTS floors admit on one match; coverage means more
 #: the longer the query.
@@ -146,13 +156,21 @@ class Calibration(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format: Literal["powercontext.calibration.v1"] = CALIBRATION_FORMAT
+    format: Literal["powercontext.calibration.v1", "powercontext.calibration.v2"] = CALIBRATION_FORMAT
     profile: str = Field(min_length=1, max_length=128)
     method: Literal["isotonic"] = "isotonic"
     min_cell_n: int = Field(default=30, ge=1, description="a cell with fewer labelled candidates uses the pooled map")
     fitted_on: list[str] = Field(default_factory=list, description="the labelled corpora it was fitted on")
     vector: ChannelCalibration | None = None
     fts: ChannelCalibration | None = None
+    hybrid: HybridCalibration | None = None
+
+    @field_validator("hybrid")
+    @classmethod
+    def _hybrid_needs_v2(cls, value: HybridCalibration | None, info: ValidationInfo) -> HybridCalibration | None:
+        if value is not None and info.data.get("format") == FORMATS[0]:
+            raise ValueError(f"a {FORMATS[0]} artefact has no hybrid cell: the hybrid section needs {CALIBRATION_FORMAT}")
+        return value
 
     @field_validator("vector")
     @classmethod
@@ -274,7 +292,41 @@ def annotate(channels: Mapping[str, Sequence[ChannelCandidate]],
         # a search of a profile with no calibration pays nothing (the common case)
         return {name: tuple(c if c.probability is None and c.calibration_cell is None else _with(c, None, None)
                             for c in cands) for name, cands in channels.items()}
-    return {name: tuple(_with(c, *calibration.probability(c)) for c in cands) for name, cands in channels.items()}
+    out = {name: tuple(_with(c, *calibration.probability(c)) for c in cands) for name, cands in channels.items()}
+    if "fts" in out and "vector" in out:
+        out = _hybrid(out, calibration)
+    return out
+
+
+def _key(candidate: ChannelCandidate) -> tuple[str, str, str]:
+    return candidate.memory_ref.artifact_id, candidate.entry_id, candidate.entry_version_id
+
+
+def _hybrid(channels: dict[str, tuple[ChannelCandidate, ...]],
+            calibration: Calibration) -> dict[str, tuple[ChannelCandidate, ...]]:
+    """A hybrid retrieval: every candidate of an entry gets ONE probability from what both
+    channels say of it (the hybrid cell, or the per-channel max of a v1 artefact), so an
+    entry is admitted in both channels or in neither. It depends on which entries the two
+    pools share, so the harness re-annotates a cached pool cut to a smaller one."""
+    found: dict[tuple[str, str, str], dict[str, ChannelCandidate]] = {}
+    for name in ("vector", "fts"):
+        for c in channels[name]:
+            if c.probability is not None:
+                found.setdefault(_key(c), {}).setdefault(name, c)
+    joint: dict[tuple[str, str, str], tuple[float, str]] = {}
+    stacked = calibration.hybrid
+    for key, by in found.items():
+        v, f = by.get("vector"), by.get("fts")
+        pv, pf = (None if v is None else v.probability), (None if f is None else f.probability)
+        if stacked is not None:
+            p, how = stacked(pv, pf), "hybrid stacked"
+        else:
+            p, how = max(x for x in (pv, pf) if x is not None), f"hybrid {HYBRID_FALLBACK}"
+        said = " · ".join(f"{name} not retrieved" if c is None else f"{c.probability:.3f} by {c.calibration_cell}"
+                          for name, c in (("vector", v), ("fts", f)))
+        joint[key] = (p, f"{how} ({said})")
+    return {name: tuple(_with(c, *joint[_key(c)]) if c.probability is not None else c for c in cands)
+            for name, cands in channels.items()}
 
 
 # ---------------------------------------------------------------------- admission

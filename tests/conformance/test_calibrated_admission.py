@@ -8,6 +8,7 @@ entries, three in Chinese) on the real multilingual-e5-small."""
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -47,8 +48,9 @@ async def test_explain_shows_each_candidates_probability_and_cell_and_admits_by_
             assert c.probability is not None and 0.0 <= c.probability <= 1.0
             assert d.reason.startswith(f"probability {c.probability:.3f} ")
             assert c.calibration_cell in d.reason and d.admitted == (c.probability >= 0.5)
-            if c.channel == "vector":
-                pairs.add(c.calibration_cell.split()[2])
+            # hybrid: one stacked probability per entry, from both channels' cells (issue 46 item 1)
+            assert c.calibration_cell.startswith("hybrid stacked (")
+            pairs.update(re.findall(r"vector (?:cosine|centred) (\w+>\w+)", c.calibration_cell))
         admitted = {d.candidate.entry_id for d in result.decisions if d.admitted}
         assert {h.entry_id for h in result.hits} == admitted
     # the cross-lingual pairs of this memory are read from their own cells
