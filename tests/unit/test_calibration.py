@@ -192,6 +192,9 @@ def test_a_hybrid_candidate_gets_one_stacked_probability_from_both_channels():
     assert [c.entry_id for c in admitted["fts"]] == ["both"] and "both" in [c.entry_id for c in admitted["vector"]]
     reasons = {d.candidate.entry_id: d.reason for d in admission.explain(channels, policy)}
     assert "hybrid stacked" in reasons["both"] and "min_probability" in reasons["both"]
+    # a copy with another weight reads that weight (the fast path caches plain floats)
+    flat = cal.hybrid.model_copy(update={"vector": 0.0})
+    assert flat(0.9, 0.5) == flat(0.1, 0.5) < cal.hybrid(0.9, 0.5)
     # one channel alone (fts or vector mode): its own map, no stacking
     alone = annotate({"vector": hybrid_channels()["vector"]}, cal)["vector"][0]
     assert alone.probability == pytest.approx(pv) and alone.calibration_cell.startswith("vector ")
