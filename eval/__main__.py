@@ -12,6 +12,7 @@
     python -m powercontext.eval pool DB_OR_URL --out FOLDER (--from-log [--since T] | --questions FILE)
     python -m powercontext.eval export FOLDER --out CORPUS [--judge NAME]
     python -m powercontext.eval calibrate --dataset my-corpus --embedding e5 --out FOLDER
+    python -m powercontext.eval probability-study --all --embeddings minilm,e5 --out FOLDER
 
 ``sweep`` loads every corpus into a fresh database per backend (starting a local
 seekdb for OceanBase unless POWERCONTEXT_OCEANBASE_URL names a server), retrieves each
@@ -536,10 +537,10 @@ def main(argv: list[str] | None = None) -> int:
                     "false_admission", "false_admission_ci", "empty_answer", "hits"]
             print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
             if args.out:
-                from .presenting.results import write_table
+                from .runfolder import write_table
 
-                write_table(per_query.drop(columns=["text"]), args.out, "per_query")
-                write_table(summary, args.out, "summary")
+                write_table(per_query.drop(columns=["text"]), args.out, "per_query", float32=METRIC_NAMES)
+                write_table(summary, args.out, "summary", float32=METRIC_NAMES)
     except (DatasetError, EvalError, SeekdbStartError, PowerContextError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -176,7 +176,7 @@ def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, m
     """``folder/cache/``: candidates, retrievals and collect's tables as Parquet (Parquet's
     dictionary encoding stores each repeated id, hash and text once), the rest of
     ``meta`` (fingerprint, embedding facts) as JSON."""
-    from ..presenting.results import write_table
+    from ..runfolder import write_table
 
     cache = private_dir(Path(folder) / CACHE_DIR)
     write_table(candidates, cache, "candidates", csv=False)
@@ -196,7 +196,7 @@ def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, m
 
 def read_cache(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict] | None:
     """What ``write_cache`` wrote, or None when ``folder`` holds no cache."""
-    from ..presenting.results import read_table
+    from ..runfolder import read_table
 
     cache = Path(folder) / CACHE_DIR
     if not (cache / "meta.json").is_file():

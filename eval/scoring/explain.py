@@ -34,7 +34,7 @@ from powercontext.memory.admission import AdmissionPolicy
 from powercontext.suggest import did_you_mean, unknown_name
 
 from ..errors import EvalError
-from ..presenting.results import RunTables
+from ..runfolder import RunTables
 from ..running.retrieval import candidate, channels_of, records_by
 
 __all__ = ["EXPLAINED", "EXPLAIN_COLUMNS", "ExplainError", "ExplainedRun", "Explanation", "explain_query", "explain_rows",
