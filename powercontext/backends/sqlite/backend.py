@@ -249,8 +249,7 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
         self._probe_fts()
 
     def _refuse_newer_layout(self, cur: Any) -> None:
-        """SchemaTooNewError for a file a newer library wrote, read without writing: a
-        new file (no schema table yet) and a file of an older layout pass."""
+        """SchemaTooNewError for a file a newer library wrote (read without writing)."""
         if cur.execute("SELECT 1 FROM sqlite_schema WHERE name = 'powercontext_schema'").fetchone() is None:
             return
         row = cur.execute("SELECT value FROM powercontext_schema WHERE key = ?", (SCHEMA_VERSION_KEY,)).fetchone()
