@@ -49,3 +49,20 @@ def test_the_readme_links_only_reports_that_exist():
     assert linked
     for link in linked:
         assert (ROOT / link.rstrip(".")).exists(), f"the README links {link}, which is not in the checkout"
+
+
+def test_the_thresholds_regeneration_reads_this_checkouts_corpora():
+    """summary.json records where the sweep that wrote it read its corpora — an absolute
+    path in another clone (``/work/h4/datasets/atlas-etl``). Regenerating must sweep the
+    corpora that ship with this checkout, never that folder (which may hold other texts,
+    or be gone)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("regenerate_thresholds", ROOT / "reports" / "regenerate_thresholds.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    report = json.loads((ROOT / "reports" / "thresholds" / "summary.json").read_text(encoding="utf-8"))
+    paths = script.corpora(report)
+    assert [p.name for p in paths] == [d["name"] for d in report["datasets"]]
+    for path in paths:
+        assert path.parent == ROOT / "datasets" and (path / "memories.jsonl").is_file(), path
