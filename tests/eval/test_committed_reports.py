@@ -66,3 +66,20 @@ def test_the_thresholds_regeneration_reads_this_checkouts_corpora():
     assert [p.name for p in paths] == [d["name"] for d in report["datasets"]]
     for path in paths:
         assert path.parent == ROOT / "datasets" and (path / "memories.jsonl").is_file(), path
+
+
+#: What the shipped verbs write per profile into reports/calibration/<profile>/:
+#: ``calibrate`` (eval/presenting/calibration_report.py) and ``probability-study``
+#: (eval/presenting/probability_study_report.py).
+CALIBRATION_REPORT_FILES = {"calibration.md", "cells.csv", "reliability.png", "probability_study.md",
+                            "probability_study.csv"}
+
+
+def test_the_calibration_reports_hold_only_what_the_shipped_verbs_write():
+    """The first study's loo_three_originals tables came from a script that never shipped
+    and read each hybrid candidate by its own channel's probability: once the hybrid cell
+    refit changed those rows, nothing that ships could regenerate them (issue 45)."""
+    folders = [p for p in (ROOT / "reports" / "calibration").iterdir() if p.is_dir()]
+    assert {p.name for p in folders} == {"minilm", "e5"}
+    for folder in folders:
+        assert {p.name for p in folder.iterdir()} == CALIBRATION_REPORT_FILES, folder
