@@ -96,7 +96,8 @@ def write_run(result: Any, out: str | Path) -> Path:
     the TREC files, summary.json and report.html into ``out``."""
     out = private_dir(out)
     for name, frame, sort in run_tables(result):
-        write_table(frame, out, name, sort=sort)
+        # the grid's metrics are means over many queries: few repeat, so byte-stream-split
+        write_table(frame, out, name, sort=sort, split=M.METRIC_NAMES if name == "sweep" else ())
     runfiles.write(result, out)  # qrels.trec + runs/<backend>-<mode>-<policy>.run.gz, for ranx / trec_eval
     if "joint" in set(result.recommendations["mode"]):  # what %config PcMem.policy_file loads
         tighten(result.recommended("joint").save(out / "policy.json"))

@@ -188,7 +188,9 @@ def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, m
             continue
         if name == "spot":  # hits are tuples of mixed fields: one JSON text per search
             frame = frame.assign(hits=[json.dumps(h) for h in spot["hits"]])
-        write_table(frame, cache, name, csv=False)
+        # the exact top lists' cosines are shown, never replayed (HNSW recall reads the ids)
+        write_table(frame, cache, name, csv=False, **(dict(split=["exact_cosine"], narrow=["exact_cosine"])
+                                                      if name == "exact" else {}))
     rest = {k: v for k, v in meta.items() if k not in _META_TABLES}
     write_private_text(cache / "meta.json", json.dumps(rest, indent=1, default=str))
     (Path(folder) / "candidates.pkl").unlink(missing_ok=True)  # a cache of an older version

@@ -39,3 +39,62 @@ def test_report_figures_are_palette_pngs_a_third_of_truecolour():
     from PIL import Image
 
     assert Image.open(io.BytesIO(data)).size == (width, height) and width > 800
+
+
+# ------------------------------------------------------------- a real run folder
+
+import pandas as pd  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+import pytest  # noqa: E402
+
+from powercontext.eval import harness  # noqa: E402
+from powercontext.eval.presenting.results import read_table  # noqa: E402
+from powercontext.eval.scoring import metrics as M  # noqa: E402
+from powercontext.eval.scoring.sweep import Grid  # noqa: E402
+
+from .fakes import HashEmbedding, write_corpus  # noqa: E402
+from .test_transfer_fit import renamed  # noqa: E402
+
+GRID = Grid((1, 2, 3), (0.0, 0.34, 0.75), (0.2, 0.4, 0.6), (1, 3, 8, 10),
+            families=("floors", "centred+cross-script+coverage+support"), vector_min_centred=(0.05, 0.15, 0.25))
+
+
+@pytest.fixture(scope="module")
+def swept(tmp_path_factory):
+    root = tmp_path_factory.mktemp("size")
+    a = write_corpus(root / "datasets" / "tiny")
+    b = write_corpus(root / "datasets" / "twin", *renamed("twn"))
+    result = harness.sweep([a, b], backends=("sqlite",), modes=("fts", "vector", "hybrid"), grid=GRID,
+                           out=root / "run", embedding=HashEmbedding(), embedding_cache=root / "emb", progress=False,
+                           folds=0)
+    return result, root / "run"
+
+
+def _encodings(path, column: str) -> set[str]:
+    meta = pq.ParquetFile(path).metadata
+    return {e for i in range(meta.num_row_groups) for j in range(meta.num_columns)
+            if meta.row_group(i).column(j).path_in_schema.split(".")[0] == column
+            for e in meta.row_group(i).column(j).encodings}
+
+
+def test_the_sweeps_metrics_are_byte_stream_split_and_read_back_exactly(swept):
+    result, out = swept
+    for metric in ("ndcg@10", "false_admission", "set_f1"):
+        assert "BYTE_STREAM_SPLIT" in _encodings(out / "sweep.parquet", metric), metric
+    assert "BYTE_STREAM_SPLIT" not in _encodings(out / "sweep.parquet", "vector_min_centred")  # few values: a dictionary
+    back = read_table(out / "sweep.parquet")
+    keys = [c for c in back.columns if c not in M.METRIC_NAMES]
+    mine = result.sweep.sort_values(keys, kind="stable").reset_index(drop=True)
+    back = back.sort_values(keys, kind="stable").reset_index(drop=True)
+    for metric in (c for c in M.METRIC_NAMES if c in back.columns):  # float32 as before, bit for bit
+        assert (back[metric].to_numpy() == mine[metric].to_numpy().astype("float32")).all(), metric
+
+
+def test_the_exact_top_lists_cosines_are_float32_and_their_ids_exact(swept):
+    result, out = swept
+    schema = pq.read_schema(out / "cache" / "exact.parquet")
+    assert str(schema.field("exact_cosine").type.value_type) == "float"
+    back = read_table(out / "cache" / "exact.parquet")
+    assert list(back["exact"]) == list(result.collected.exact["exact"])
+    for have, want in zip(back["exact_cosine"], result.collected.exact["exact_cosine"]):
+        assert len(have) == len(want) and all(abs(h - w) < 1e-6 for h, w in zip(have, want))
