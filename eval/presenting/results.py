@@ -21,7 +21,7 @@ What is stored, and how it reads back:
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -157,12 +157,15 @@ class _LazyTables(Mapping):
     """name → table, each file read on first access (and kept): one damaged file fails
     only the reads of that table, never the whole ``load``."""
 
-    def __init__(self, paths: dict[str, Path]) -> None:
-        self._paths, self._read = paths, {}
+    def __init__(self, paths: dict[str, Path], complete: Mapping[str, Completer] | None = None) -> None:
+        self._paths, self._read, self._complete = paths, {}, dict(complete or {})
 
     def __getitem__(self, name: str) -> pd.DataFrame:
         if name not in self._read:
-            self._read[name] = _read_checked(self._paths[name])  # KeyError for a name it does not hold
+            frame = _read_checked(self._paths[name])  # KeyError for a name it does not hold
+            if name in self._complete:
+                frame = self._complete[name](frame, self._paths[name].parent)
+            self._read[name] = frame
         return self._read[name]
 
     def __contains__(self, name: object) -> bool:  # Mapping's would read the table to answer
@@ -216,13 +219,18 @@ def _read_info(path: Path) -> dict:
     return info
 
 
-def load(run: str | Path) -> RunTables:
+#: ``(table as stored, run folder) → table as written``: what rebuilds a table stored
+#: by reference to another file of the folder (explain.parquet's signals live in cache/).
+Completer = Callable[[pd.DataFrame, Path], pd.DataFrame]
+
+
+def load(run: str | Path, complete: Mapping[str, Completer] | None = None) -> RunTables:
     """Every table of a run folder (``<name>.parquet``) and its summary.json, each read
-    when first used."""
+    when first used; a table named in ``complete`` is passed through its completer."""
     out = Path(run)
     if not out.is_dir():
         raise RunFolderError(f"{out}: no such run folder; give the folder a sweep wrote (its --out)")
     paths = sorted(out.glob("*.parquet"))
     if not paths:
         raise RunFolderError(f"{out}: no run tables (*.parquet) here; is it a run folder of this version?")
-    return RunTables(out, _LazyTables({p.stem: p for p in paths}), info_path=out / "summary.json")
+    return RunTables(out, _LazyTables({p.stem: p for p in paths}, complete), info_path=out / "summary.json")

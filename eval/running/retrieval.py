@@ -31,6 +31,7 @@ __all__ = [
     "QUERY_COLUMNS",
     "channels_of",
     "read_cache",
+    "read_candidates",
     "records",
     "records_by",
     "retrieve_corpus",
@@ -209,10 +210,19 @@ def read_cache(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict] | None:
             meta[name] = read_table(cache / f"{name}.parquet")
     if "spot" in meta:
         meta["spot"]["hits"] = [_tuples(json.loads(h)) for h in meta["spot"]["hits"]]
+    return read_candidates(folder), read_table(cache / "retrievals.parquet"), meta
+
+
+def read_candidates(folder: Path) -> pd.DataFrame:
+    """The candidates table of ``folder/cache/`` as ``write_cache`` was given it (what a
+    replay and the run folder's explain table read)."""
+    from ..presenting.results import read_table
+
+    cache = Path(folder) / CACHE_DIR
     candidates = read_table(cache / "candidates.parquet")
     candidates["covered"] = [None if v is None or (isinstance(v, float) and pd.isna(v)) else bool(v)
                              for v in candidates["covered"]]
-    return candidates, read_table(cache / "retrievals.parquet"), meta
+    return candidates
 
 
 def _tuples(value: Any) -> Any:

@@ -98,3 +98,44 @@ def test_the_exact_top_lists_cosines_are_float32_and_their_ids_exact(swept):
     assert list(back["exact"]) == list(result.collected.exact["exact"])
     for have, want in zip(back["exact_cosine"], result.collected.exact["exact_cosine"]):
         assert len(have) == len(want) and all(abs(h - w) < 1e-6 for h, w in zip(have, want))
+
+
+def test_explain_refers_to_the_caches_signals_and_reads_back_whole(swept, tmp_path):
+    """explain.parquet held every candidate's signals again (1.3 of its 1.4 MB): in a
+    folder with the run's cache/ it keeps the verdicts, and harness.load, the report's
+    failures and run.explain read the same table as the run had in memory."""
+    import shutil
+
+    from powercontext.eval.presenting.report import write_run
+    from powercontext.eval.presenting.results import RunFolderError
+    from powercontext.eval.scoring.explain import EXPLAIN_COLUMNS, SIGNALS, failures
+
+    result, out = swept
+    stored = pq.read_schema(out / "explain.parquet").names
+    assert not {"cosine", "centred", "coverage", "matched_terms", "support", "corpus_entry"} & set(stored), stored
+    elsewhere = write_run(result, tmp_path / "elsewhere")  # no cache there: the table keeps its signals
+    assert set(SIGNALS) <= set(pq.read_schema(elsewhere / "explain.parquet").names)
+    assert (out / "explain.parquet").stat().st_size < 0.5 * (elsewhere / "explain.parquet").stat().st_size
+
+    loaded, whole = harness.load(out), harness.load(elsewhere)
+    table = loaded.tables["explain"]
+    assert list(table.columns) == EXPLAIN_COLUMNS
+    pd.testing.assert_frame_equal(table, whole.tables["explain"])
+    mine = result.explain.sort_values(["backend", "mode", "query_id", "channel", "rank"], kind="stable")
+    pd.testing.assert_frame_equal(table, mine.reset_index(drop=True), check_dtype=False)
+    for policy in ("default", "recommended"):  # the report's section and the reader, word for word
+        for mode in ("fts", "vector", "hybrid"):
+            pd.testing.assert_frame_equal(
+                failures(table, loaded.explain_policies, loaded.per_query, "sqlite", mode, policy=policy),
+                failures(result.explain, result.explain_policies, result.per_query, "sqlite", mode, policy=policy))
+        for qid in list(dict.fromkeys(result.per_query["query_id"]))[:6]:
+            pd.testing.assert_frame_equal(loaded.explain(qid, policy=policy), whole.explain(qid, policy=policy))
+
+    bare = tmp_path / "bare"  # the cache deleted: one typed line naming what is missing, the rest still reads
+    shutil.copytree(out, bare)
+    shutil.rmtree(bare / "cache")
+    with pytest.raises(RunFolderError, match=r"cache/candidates.parquet, which is missing; rerun the sweep") as caught:
+        harness.load(bare).explain("tny-q001")
+    assert "\n" not in str(caught.value)
+    assert len(harness.load(bare).sweep) == len(result.sweep)
+
