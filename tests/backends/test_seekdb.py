@@ -233,3 +233,29 @@ def test_importing_the_module_does_not_import_pymysql():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_a_full_disk_is_named_first(tmp_path):
+    """seekdb stops with OB_SERVER_OUTOF_DISK_SPACE when its 1 GB data file does not fit
+    (what failed a CI run once /tmp had filled up); the error's first line says so, with
+    the space free, instead of leaving it as the fifth of eight log lines. A real small
+    disk: a 600 MB tmpfs in a private mount namespace, gone when the child exits."""
+    small = tmp_path / "small"
+    small.mkdir()
+    script = textwrap.dedent(f"""
+        from powercontext.backends.seekdb.server import SeekdbServer, SeekdbStartError
+        try:
+            SeekdbServer({str(small / 'seekdb')!r}).start(timeout=60)
+        except SeekdbStartError as exc:
+            print(str(exc).splitlines()[0])
+        else:
+            print("started")
+    """)
+    shell = f"mount -t tmpfs -o size=600M tmpfs {small} && exec {sys.executable} -c \"$0\""
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", shell, script],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first = done.stdout.strip().splitlines()[-1]
+    assert first.startswith(f"out of disk space on {small / 'seekdb'}: 0."), first
+    assert "GiB free" in first and "1G data file" in first
+    assert not any(small.iterdir())  # the tmpfs was the child's own

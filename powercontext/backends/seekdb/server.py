@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -142,6 +143,17 @@ def _stop_owned_servers() -> None:
             server.stop()
         except Exception:  # noqa: BLE001 - best effort at interpreter exit
             pass
+
+
+def _out_of_disk(base_dir: Path, tail: str) -> str:
+    """A first line saying so when seekdb stopped for want of disk (its own code,
+    OB_SERVER_OUTOF_DISK_SPACE, is otherwise the fifth of eight log lines)."""
+    if "OB_SERVER_OUTOF_DISK_SPACE" not in tail:
+        return ""
+    free = shutil.disk_usage(base_dir).free / 2**30
+    return (f"out of disk space on {base_dir}: {free:.1f} GiB free, and a new seekdb needs about "
+            f"1.3 GiB (its {_FIXED_PARAMETERS['datafile_size']} data file and logs); free some space "
+            f"or choose a base directory on another disk.\n")
 
 
 # --------------------------------------------------------------------------- server
@@ -427,10 +439,11 @@ class SeekdbServer:
             code = self._proc.poll()
             if code is not None:
                 self._forget()
+                tail = _log_tail(self.base_dir)
                 raise SeekdbStartError(
-                    f"seekdb exited with status {code} before accepting connections on "
-                    f"{self.host}:{self.port}\ncommand: {' '.join(self.command())}",
-                    _log_tail(self.base_dir),
+                    f"{_out_of_disk(self.base_dir, tail)}seekdb exited with status {code} before "
+                    f"accepting connections on {self.host}:{self.port}\ncommand: {' '.join(self.command())}",
+                    tail,
                 )
             conn = None
             try:
