@@ -262,8 +262,8 @@ def run_powercontext(texts, vectors, qtexts, qvectors, out, warmup):
             self.rows = {t: v for t, v in zip(texts, vectors)}
             self.rows.update(zip(qtexts, qvectors))
 
-        async def embed(self, batch):
-            return EmbeddingResult(tuple(tuple(self.rows[t].tolist()) for t in batch))
+        async def embed(self, batch):  # an (n, d) array, as a model would hand it (embedding.py)
+            return EmbeddingResult(np.stack([self.rows[t] for t in batch]))
 
     row_of = {t: i for i, t in enumerate(texts)}
     # No admission floor: every candidate competes, as in the other systems.

@@ -9,12 +9,14 @@ Two doors at the top, and one sub-package per stage of a run:
 * ``running`` — databases, stores and the embedding cache; loading, retrieving, collecting; run files.
 * ``scoring`` — the replay over the grid, metrics, recommendation, cross-validation, transfer, peers,
   external runs, calibration.
-* ``presenting`` — the run folder's tables and files, report.html, the verdict, plots, console.
-
-Beside them, three leaves every stage may import: ``errors`` (EvalError), ``private``
-(owner-only files and folders) and ``progress`` (the stage lines and bars).
+* ``presenting`` — the run folder's files, report.html, the verdict, plots, console.
 * ``judging`` — from an agent's own memory to a judged corpus: ``pool`` (snapshot + pooled candidates), ``export``.
 
-Arrows point from the doors into the stages; no stage imports a door, and the stages lean
-the other way only where the run folder's tables are read (``presenting.results``).
+Beside them, four leaves every stage may import: ``errors`` (EvalError), ``private``
+(owner-only files and folders), ``progress`` (the stage lines and bars) and ``runfolder``
+(the run folder's tables on disk: running caches with it, scoring reads runs back through it).
+
+Arrows point from the doors into the stages; no stage imports a door, and the stages lean one
+way: corpora ← running ← scoring ← presenting, judging on corpora and running
+(tests/unit/test_architecture.py checks it).
 """

@@ -536,10 +536,10 @@ def main(argv: list[str] | None = None) -> int:
                     "false_admission", "false_admission_ci", "empty_answer", "hits"]
             print(summary[cols].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
             if args.out:
-                from .presenting.results import write_table
+                from .runfolder import write_table
 
-                write_table(per_query.drop(columns=["text"]), args.out, "per_query")
-                write_table(summary, args.out, "summary")
+                write_table(per_query.drop(columns=["text"]), args.out, "per_query", float32=METRIC_NAMES)
+                write_table(summary, args.out, "summary", float32=METRIC_NAMES)
     except (DatasetError, EvalError, SeekdbStartError, PowerContextError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

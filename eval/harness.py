@@ -71,13 +71,13 @@ def available_modes() -> tuple[str, ...]:
 
 
 def load(run: str | Path):
-    """A run folder read back (``explain.ExplainedRun``, a ``results.RunTables``):
+    """A run folder read back (``explain.ExplainedRun``, a ``runfolder.RunTables``):
     ``load(run).sweep``, ``.summary``, ``.per_query`` (with each question's text) … as
     DataFrames, ``.info`` from summary.json, and ``load(run).explain(query_id,
     policy="default")``: why a query got the hits it got, read from the folder alone.
     What ``ThresholdTuner`` takes as well as a live SweepResult."""
     from .scoring.explain import ExplainedRun, with_signals
-    from .presenting.results import load as load_tables
+    from .runfolder import load as load_tables
 
     tables = load_tables(run, complete={"explain": with_signals})
     return ExplainedRun(tables.out, tables.tables, info_path=tables.out / "summary.json")

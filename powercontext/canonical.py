@@ -28,6 +28,8 @@ EMBEDDING_CONTENT_DOMAIN = b"powercontext:embedding-content:v1\0"
 
 MAX_ID_LENGTH = 128
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_CROCKFORD_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]  # index: a 10-bit value
+_PAIR_SHIFTS = tuple(range(120, -1, -10))  # 13 pairs: the 26 digits of 130 bits
 
 
 def nfc(text: str) -> str:
@@ -271,11 +273,10 @@ def mint_id(prefix: str) -> str:
     """A time-ordered unique id: prefix + 26 Crockford base32 chars (48-bit ms clock,
     80 random bits), so ids sort roughly by creation and never need coordination."""
     value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
-    chars = []
-    for _ in range(26):
-        chars.append(_CROCKFORD[value & 31])
-        value >>= 5
-    return prefix + "".join(reversed(chars))
+    # The 26 base-32 digits of the 128-bit value, most significant first, two at a
+    # time (10 bits) from a table: a loop of 26 steps cost a 50k-entry remember() ~1 s
+    # for its 100k ids.
+    return prefix + "".join([_CROCKFORD_PAIRS[(value >> shift) & 1023] for shift in _PAIR_SHIFTS])
 
 
 class IdMinter:

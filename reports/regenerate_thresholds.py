@@ -44,8 +44,8 @@ def main(out: str) -> None:
 
 def copy_kept(out: Path) -> None:
     """Copy the KEPT files of run folder ``out`` here; a table a sweep writes only as
-    Parquet (more than ``results.CSV_ROWS`` rows) is written here as CSV from it."""
-    from powercontext.eval.presenting.results import read_table, write_csv
+    Parquet (more than ``runfolder.CSV_ROWS`` rows) is written here as CSV from it."""
+    from powercontext.eval.runfolder import read_table, write_csv
 
     for name in KEPT:
         source = out / name

@@ -13,32 +13,36 @@ from powercontext.canonical import SequentialIds
 
 BACKENDS = ["sqlite", "oceanbase"]
 
-#: Test files by their measured seconds (``--durations``, `make test` on 2 idle cores,
-#: 2026-12-06), longest first. `make test` hands whole files to its two workers in
-#: collection order (``--dist loadfile --no-loadscope-reorder``); xdist's own order (most
-#: tests first) left these few-test, long files to the end, where one of them ran alone
-#: for minutes while the other worker sat idle. Started first, they overlap the many
-#: short files instead. A file not named keeps its place after them.
+#: Test files by their measured seconds, longest first: `make test` on 2 idle cores
+#: (2026-12-06, ``--durations``) where known, else one targeted run at load 8-10 this stop
+#: (2026-12-07; its seconds are ~2-2.5x idle ones, so they only rank). `make test` hands whole
+#: files to its two workers in collection order (``--dist loadfile --no-loadscope-reorder``);
+#: xdist's own order (most tests first) left these few-test, long files to the end, where one
+#: of them ran alone for minutes while the other worker sat idle. Started first, they overlap
+#: the many short files instead. A file not named keeps its place after them.
 LONGEST_FIRST = (
-    "notebooks/04_threshold_evaluation.ipynb",  # 170 s: one cell reproduces the committed sweep
-    "tests/eval/test_cli.py",  # 150 s
-    "tests/eval/test_shared_store.py",  # 140 s: sweeps as real processes
-    "tests/conformance/test_maintain.py",  # 115 s: three major compactions
-    "tests/conformance/test_migration_race.py",  # 90 s
-    "tests/test_readme.py",  # 70 s
-    "tests/eval/test_online_equivalence.py",  # 65 s
+    "notebooks/04_threshold_evaluation.ipynb",  # ~130 s idle: one cell (121 s) reproduces the committed sweep
+    "tests/conformance/test_maintain.py",  # ~100 s: three real compactions (39 + 29 + 28 s idle)
+    "tests/eval/test_cli.py",  # ~90 s: the CLI sweep 34 s, both backends 15 s idle
+    "tests/conformance/test_migration_race.py",  # 207 s loaded: migrations beside a writer process
+    "tests/eval/test_shared_store.py",  # 146 s loaded: sweeps and cleanups as real processes
+    "tests/test_readme.py",  # ~50 s idle: every snippet pasted twice, each in a fresh process
+    "tests/eval/test_judging_pool.py",  # ~55 s idle: the export's sweep 33 s, the SIGKILLed pool 20 s
+    "tests/eval/test_online_equivalence.py",
     "tests/conformance/test_search_fts.py",  # 60 tests, half on OceanBase
     "tests/conformance/test_vectors.py",
     "tests/conformance/test_remember_rules.py",
-    "tests/reliability/test_crash_loop.py",  # 50 s
-    "tests/conformance/test_stale_vector_search.py",  # 45 s
     "notebooks/08_embedding_models.ipynb",  # 42 s
-    "tests/backends/test_oceanbase_first_load.py",  # 40 s
-    "tests/eval/test_judging_pool.py",  # 36 s
+    "tests/magics/test_eval_custom_corpus.py",  # 99 s loaded, 20 s idle: a default-grid sweep with MiniLM
+    "tests/reliability/test_crash_loop.py",
+    "tests/conformance/test_stale_vector_search.py",  # writer subprocesses loading MiniLM
+    "tests/backends/test_oceanbase_first_load.py",
+    "notebooks/09_judge_your_memory.ipynb",  # cell 10: 22 s idle
+    "tests/eval/test_metrics.py",  # 22 s: ranx's numba cache checked from a second process
     "tests/conformance/test_commit_plans.py",
-    "tests/runtime/test_tampered_state.py",  # 32 s
-    "tests/backends/test_seekdb_recovery.py",  # 28 s
-    "tests/reliability/test_restart.py",  # 26 s
+    "tests/runtime/test_tampered_state.py",
+    "tests/backends/test_seekdb_recovery.py",
+    "tests/reliability/test_restart.py",
     "tests/conformance/test_vector_selection.py",
     "tests/backends/test_seekdb_store.py",
     "tests/eval/test_report.py",

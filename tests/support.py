@@ -34,7 +34,8 @@ async def counts(svc) -> dict[str, int]:
     for table in TABLES:
         out[table] = (await sql(svc, f"SELECT COUNT(*) FROM {table}"))[0][0]
     if svc.backend.name == "sqlite":
-        out["fts"] = (await sql(svc, "SELECT COUNT(*) FROM memory_entry_search_fts"))[0][0]
+        # the rows the index holds (its docsize rows): the FTS table itself reads the head rows
+        out["fts"] = (await sql(svc, "SELECT COUNT(*) FROM memory_entry_search_fts_docsize"))[0][0]
     return out
 
 

@@ -12,8 +12,6 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Optional
 
-from sklearn.metrics import cohen_kappa_score
-
 from .judgments import JudgingError, JudgmentLog, Pool, check_judge, judges_of, read_judgments
 
 __all__ = ["Agreement", "Disagreement", "agreement", "folder_agreement", "log_agreement"]
@@ -74,6 +72,10 @@ def log_agreement(a: JudgmentLog, b: JudgmentLog) -> Agreement:
             disagreements.append(Disagreement(qid, None, label[ua], label[ub]))
     kappa = None
     if pairs:
+        # imported here: scikit-learn costs ~4 s to import, and every `python -m powercontext.eval`
+        # (a full-text sweep, a cleanup) imports this module without asking for a κ
+        from sklearn.metrics import cohen_kappa_score
+
         ga, gb = zip(*pairs)
         with warnings.catch_warnings():  # one grade on both sides: κ is 0/0, reported as n/a
             warnings.simplefilter("ignore", RuntimeWarning)

@@ -63,9 +63,10 @@ def format_table(table: pd.DataFrame, analyzers: Sequence[str]) -> str:
 
 
 def write(table: pd.DataFrame, analyzers: Sequence[str], out: Path) -> None:
-    from .results import write_table
+    from ..runfolder import write_table
+    from ..scoring.metrics import METRIC_NAMES
 
-    write_table(table, out, "analyzers")
+    write_table(table, out, "analyzers", float32=METRIC_NAMES)
     write_private_text(
         out / "analyzers.md", f"# Analyzers {' vs '.join(analyzers)}\n\nEach analyzer's run folder is beside this file "
         f"({', '.join(analyzers)}/). Test split unless the run chose by k folds.\n\n"

@@ -31,7 +31,7 @@ import pandas as pd
 from ..scoring import metrics as M
 from ..scoring.peers import peers_side_by_side
 from ..private import private_dir, write_private_text
-from .results import write_csv
+from ..runfolder import write_csv
 
 METRICS = ("ndcg@10", "false_admission", "empty_answer")
 POLICIES = ("default", "recommended", "initial")

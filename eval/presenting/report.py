@@ -26,7 +26,7 @@ from .html_blocks import COLLAPSE_ROWS, Section, details, fmt_p, image, key_valu
 from .plots import plot_frontier, plot_limits, plot_peers, plot_thresholds
 from .console import format_summary  # noqa: F401 - the console summary, re-exported
 from ..private import private_dir, tighten, write_private_text
-from .results import SWEEP_ORDER, write_table
+from ..runfolder import SWEEP_ORDER, write_table
 from . import verdict
 
 from ..running.retrieval import CACHE_DIR
@@ -94,7 +94,7 @@ def _records(df: pd.DataFrame) -> list[dict]:
 
 
 def write_run(result: Any, out: str | Path) -> Path:
-    """Write every table (Parquet, the small ones also CSV: ``results.write_table``),
+    """Write every table (Parquet, the small ones also CSV: ``runfolder.write_table``),
     the TREC files, summary.json and report.html into ``out``."""
     out = private_dir(out)
     # explain.parquet refers to the candidates' signals when this folder's cache/ is the run's
@@ -105,7 +105,7 @@ def write_run(result: Any, out: str | Path) -> Path:
         if name == "explain" and shared:
             frame = explain.by_reference(frame)
         # the grid's metrics are means over many queries: few repeat, so byte-stream-split
-        write_table(frame, out, name, sort=sort, split=M.METRIC_NAMES if name == "sweep" else ())
+        write_table(frame, out, name, sort=sort, float32=M.METRIC_NAMES, split=M.METRIC_NAMES if name == "sweep" else ())
     runfiles.write(result, out)  # qrels.trec + runs/<backend>-<mode>-<policy>.run.gz, for ranx / trec_eval
     if "joint" in set(result.recommendations["mode"]):  # what %config PcMem.policy_file loads
         tighten(result.recommended("joint").save(out / "policy.json"))

@@ -183,7 +183,7 @@ def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, m
     """``folder/cache/``: candidates, retrievals and collect's tables as Parquet (Parquet's
     dictionary encoding stores each repeated id, hash and text once), the rest of
     ``meta`` (fingerprint, embedding facts) as JSON."""
-    from ..presenting.results import write_table
+    from ..runfolder import write_table
 
     cache = private_dir(Path(folder) / CACHE_DIR)
     # groups numbered in order of first appearance, as drop_duplicates keeps them
@@ -199,7 +199,7 @@ def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, m
         if name == "spot":  # hits are tuples of mixed fields: one JSON text per search
             frame = frame.assign(hits=[json.dumps(h) for h in spot["hits"]])
         # the exact top lists' cosines are shown, never replayed (HNSW recall reads the ids)
-        write_table(frame, cache, name, csv=False, **(dict(split=["exact_cosine"], narrow=["exact_cosine"])
+        write_table(frame, cache, name, csv=False, **(dict(split=["exact_cosine"], float32=["exact_cosine"])
                                                       if name == "exact" else {}))
     rest = {k: v for k, v in meta.items() if k not in _META_TABLES}
     write_private_text(cache / "meta.json", json.dumps(rest, indent=1, default=str))
@@ -208,7 +208,7 @@ def write_cache(folder: Path, candidates: pd.DataFrame, queries: pd.DataFrame, m
 
 def read_cache(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict] | None:
     """What ``write_cache`` wrote, or None when ``folder`` holds no cache."""
-    from ..presenting.results import read_table
+    from ..runfolder import read_table
 
     cache = Path(folder) / CACHE_DIR
     if not (cache / "meta.json").is_file():
@@ -225,7 +225,7 @@ def read_cache(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict] | None:
 def read_candidates(folder: Path) -> pd.DataFrame:
     """The candidates table of ``folder/cache/`` as ``write_cache`` was given it (what a
     replay and the run folder's explain table read)."""
-    from ..presenting.results import read_table
+    from ..runfolder import read_table
 
     cache = Path(folder) / CACHE_DIR
     candidates = read_table(cache / "candidates.parquet")

@@ -35,7 +35,7 @@ from powercontext.memory.admission import AdmissionPolicy
 from powercontext.suggest import did_you_mean, unknown_name
 
 from ..errors import EvalError
-from ..presenting.results import RunFolderError, RunTables
+from ..runfolder import RunFolderError, RunTables
 from ..running.retrieval import CACHE_DIR, candidate, channels_of, read_candidates, records_by
 
 __all__ = ["EXPLAINED", "EXPLAIN_COLUMNS", "ExplainError", "ExplainedRun", "Explanation", "by_reference", "explain_query",

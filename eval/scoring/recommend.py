@@ -137,18 +137,27 @@ def _pick(table: pd.DataFrame, objective: Objective) -> tuple[pd.Series, bool, i
     return best.drop("_simplicity", errors="ignore"), True, len(feasible)
 
 
-def choose(sweep: pd.DataFrame, mode: str, objective: Objective = Objective(),
-           families: Sequence[str] | None = None) -> Recommendation:
-    """The recommended policy of one mode (see the module docstring), among
-    ``families`` (default: every family of the sweep)."""
+def _mode_table(sweep: pd.DataFrame, mode: str, objective: Objective,
+                families: Sequence[str] | None = None) -> pd.DataFrame:
+    """One mode's policies with their objective, constraint and secondary (no bound read)."""
     rows = _slice(sweep, objective, mode)
     if families is not None:
         rows = rows[rows["family"].isin(families)]
-    table = _per_policy(rows, objective, [c for c in ["family", *PARAMS] if c in rows.columns])
+    return _per_policy(rows, objective, [c for c in ["family", *PARAMS] if c in rows.columns])
+
+
+def _chosen(table: pd.DataFrame, mode: str, objective: Objective) -> Recommendation:
     best, feasible, n = _pick(table, objective)
     policy = policy_from(best, mode)
     return Recommendation(mode, policy, policy_label(policy, mode), feasible, float(best["objective"]),
                           float(best["constraint"]), float(best["secondary"]), n)
+
+
+def choose(sweep: pd.DataFrame, mode: str, objective: Objective = Objective(),
+           families: Sequence[str] | None = None) -> Recommendation:
+    """The recommended policy of one mode (see the module docstring), among
+    ``families`` (default: every family of the sweep)."""
+    return _chosen(_mode_table(sweep, mode, objective, families), mode, objective)
 
 
 def _joint_table(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective, family: str) -> pd.DataFrame:
@@ -168,11 +177,15 @@ def _joint_table(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective
     return joint
 
 
-def choose_joint(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective = Objective(),
-                 families: Sequence[str] | None = None) -> Recommendation:
-    """One policy for every mode: mean objective over modes, constraint in each; the
-    best of ``families`` (default: every family of the sweep)."""
-    modes = [m for m in ("fts", "vector", "hybrid") if m in modes]
+def _joint_modes(modes: Sequence[str]) -> list[str]:
+    return [m for m in ("fts", "vector", "hybrid") if m in modes]
+
+
+def _joint_policies(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective,
+                    families: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every family's joint policies with their mean objective over ``modes`` and their
+    worst constraint (no bound read)."""
+    modes = _joint_modes(modes)
     if "family" not in sweep.columns:
         sweep = sweep.assign(family="floors")
     names = families if families is not None else sorted(sweep["family"].unique(), key=str)
@@ -181,12 +194,24 @@ def choose_joint(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective
     joint["objective"] = joint[[f"objective_{m}" for m in modes]].mean(axis=1)
     joint["constraint"] = joint[[f"constraint_{m}" for m in modes]].max(axis=1)
     joint["secondary"] = joint[[f"secondary_{m}" for m in modes]].mean(axis=1)
+    return joint
+
+
+def _chosen_joint(joint: pd.DataFrame, modes: Sequence[str], objective: Objective) -> Recommendation:
+    modes = _joint_modes(modes)
     best, feasible, n = _pick(joint, objective)
     policy = policy_from(best, "hybrid" if len(modes) > 1 or modes == ["hybrid"] else modes[0])
     label = policy_label(policy, "hybrid" if ("fts" in modes or "hybrid" in modes) and ("vector" in modes or "hybrid" in modes) else modes[0])
     detail = {f"{k}_{m}": float(best[f"{k}_{m}"]) for m in modes for k in ("objective", "constraint")}
     return Recommendation("joint", policy, label, feasible, float(best["objective"]), float(best["constraint"]),
                           float(best["secondary"]), n, detail)
+
+
+def choose_joint(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective = Objective(),
+                 families: Sequence[str] | None = None) -> Recommendation:
+    """One policy for every mode: mean objective over modes, constraint in each; the
+    best of ``families`` (default: every family of the sweep)."""
+    return _chosen_joint(_joint_policies(sweep, modes, objective, families), modes, objective)
 
 
 def sensitivity(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective = Objective(),
@@ -197,14 +222,20 @@ def sensitivity(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective 
 
     rows = []
     sweep = _read_by(sweep, objective)  # every objective below reads the same split and limit
-    for mode in [*[m for m in ("fts", "vector", "hybrid") if m in modes], "joint"]:
+    for mode in [*_joint_modes(modes), "joint"]:
+        def chosen(o: Objective, table: pd.DataFrame) -> Recommendation:
+            return _chosen_joint(table, modes, o) if mode == "joint" else _chosen(table, mode, o)
+
+        def policies(o: Objective) -> pd.DataFrame:
+            return _joint_policies(sweep, modes, o) if mode == "joint" else _mode_table(sweep, mode, o)
+
+        # the bound only decides which policies are feasible: one table serves every bound
+        table = policies(objective)
         for bound in bounds:
             o = replace(objective, bound=bound)
-            r = choose_joint(sweep, modes, o) if mode == "joint" else choose(sweep, mode, o)
-            rows.append(dict(mode=mode, rule=f"max {o.metric} s.t. {o.constraint} ≤ {bound:g}", **_brief(r)))
+            rows.append(dict(mode=mode, rule=f"max {o.metric} s.t. {o.constraint} ≤ {bound:g}", **_brief(chosen(o, table))))
         o = replace(objective, metric="set_f1", bound=1.0, secondary=objective.metric)
-        r = choose_joint(sweep, modes, o) if mode == "joint" else choose(sweep, mode, o)
-        rows.append(dict(mode=mode, rule="max set_f1 (no bound)", **_brief(r)))
+        rows.append(dict(mode=mode, rule="max set_f1 (no bound)", **_brief(chosen(o, policies(o)))))
     return pd.DataFrame(rows)
 
 

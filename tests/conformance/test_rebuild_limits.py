@@ -122,8 +122,9 @@ async def test_a_rebuild_runs_in_slices_and_rewrites_only_the_rows_that_differ(o
     def statements(prefix, mentions=""):
         return [(s, p, n) for s, p, n in log if s.lstrip().upper().startswith(prefix) and mentions in s]
 
-    def writes():
-        return [s for s, _, _ in log if s.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "REPLACE"))]
+    def writes():  # FTS5's integrity-check is spelled as an INSERT but writes nothing
+        return [s for s, _, _ in log if s.lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE", "REPLACE"))
+                and "'integrity-check'" not in s]
 
     # nothing changed: nothing is written, and the head rows are read one slice at a time
     assert await svc.rebuild_projections(rev) == {rev.artifact_id: 300}

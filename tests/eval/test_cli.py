@@ -59,11 +59,11 @@ def test_sweep_cli_writes_the_run_folder_and_prints_the_summary(tiny, tmp_path, 
     pd.testing.assert_frame_equal(again, sweep)
 
 
-def test_a_run_folder_reads_back_with_harness_load(tiny, tmp_path):
-    """Issue 36: the sweep is kept as Parquet and reads back as the DataFrames it was."""
-    result = harness.sweep(tiny, modes=("fts",), grid=Grid((1, 2, 3), (0.0, 0.25, 0.5), (0.3,), (1, 8)),
-                           out=tmp_path / "run", progress=False)
-    run = harness.load(tmp_path / "run")
+def test_a_run_folder_reads_back_with_harness_load(tiny_run):
+    """Issue 36: the sweep is kept as Parquet and reads back as the DataFrames it was.
+    It reads the session's tiny sweep (tests/eval/conftest.py) rather than sweeping again."""
+    result = tiny_run
+    run = harness.load(result.out)
     assert {"sweep", "summary", "per_query", "recommendations", "splits", "stats"} <= set(run.tables)
     assert run.info["recommendations"][0]["mode"] == "fts"
     keys = ["backend", "mode", "corpus", "split", "family", "limit", "fts_min_terms", "fts_min_coverage"]

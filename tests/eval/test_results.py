@@ -1,11 +1,12 @@
-"""The run folder's tables on disk (``results``): Parquet read back as written."""
+"""The run folder's tables on disk (``runfolder``): Parquet read back as written."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from powercontext.eval.presenting.results import CSV_ROWS, load, read_table, write_table
+from powercontext.eval.runfolder import CSV_ROWS, load, read_table, write_table
+from powercontext.eval.scoring.metrics import METRIC_NAMES
 
 
 def test_a_table_reads_back_as_written(tmp_path):
@@ -17,7 +18,7 @@ def test_a_table_reads_back_as_written(tmp_path):
         "fts_min_coverage": [0.1 + 0.2, 0.25, np.nan],  # thresholds keep float64
         "limit": [8, 8, 10],
     })
-    path = write_table(frame, tmp_path, "t", sort=("mode", "limit"))
+    path = write_table(frame, tmp_path, "t", sort=("mode", "limit"), float32=METRIC_NAMES)
     assert path.name == "t.parquet" and (tmp_path / "t.csv").is_file()
     back = read_table(path)
     expected = frame.sort_values(["mode", "limit"]).reset_index(drop=True)

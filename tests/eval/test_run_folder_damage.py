@@ -10,7 +10,7 @@ import pytest
 
 from powercontext.errors import PowerContextError
 from powercontext.eval import harness
-from powercontext.eval.presenting.results import RunFolderError, load, write_table
+from powercontext.eval.runfolder import RunFolderError, load, write_table
 
 
 def _truncate(path, keep=0.5):

@@ -48,7 +48,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import pytest  # noqa: E402
 
 from powercontext.eval import harness  # noqa: E402
-from powercontext.eval.presenting.results import read_table  # noqa: E402
+from powercontext.eval.runfolder import read_table  # noqa: E402
 from powercontext.eval.scoring import metrics as M  # noqa: E402
 from powercontext.eval.scoring.sweep import Grid  # noqa: E402
 
@@ -107,7 +107,7 @@ def test_explain_refers_to_the_caches_signals_and_reads_back_whole(swept, tmp_pa
     import shutil
 
     from powercontext.eval.presenting.report import write_run
-    from powercontext.eval.presenting.results import RunFolderError
+    from powercontext.eval.runfolder import RunFolderError
     from powercontext.eval.scoring.explain import EXPLAIN_COLUMNS, SIGNALS, failures
 
     result, out = swept

@@ -132,3 +132,18 @@ def test_entry_contents_take_the_standard_encoder(monkeypatch):
     assert canonical.canonical_bytes(content) == expected
     with pytest.raises(AssertionError):  # a float is written by rfc8785
         canonical.canonical_bytes({"x": 0.5})
+
+
+def _ulid_digits(value: int) -> str:
+    """The id's 26 Crockford digits written out one by one (the spec of mint_id)."""
+    return "".join("0123456789ABCDEFGHJKMNPQRSTVWXYZ"[(value >> (5 * i)) & 31] for i in reversed(range(26)))
+
+
+@pytest.mark.parametrize("millis, tail", [(0, bytes(10)), (2**48 - 1, b"\xff" * 10),
+                                          (1_765_000_000_123, bytes(range(10))), (1, b"\x80" + bytes(9))])
+def test_mint_id_writes_the_clock_and_random_bits_as_26_crockford_digits(monkeypatch, millis, tail):
+    monkeypatch.setattr(canonical.time, "time", lambda: millis / 1000 + 1e-7)
+    monkeypatch.setattr(canonical.os, "urandom", lambda n: tail[:n])
+    expected = _ulid_digits((millis << 80) | int.from_bytes(tail, "big"))
+    assert canonical.mint_id("mem_ent_") == "mem_ent_" + expected
+    assert expected[:10] == _ulid_digits(millis << 80)[:10]  # the clock leads: ids sort by time

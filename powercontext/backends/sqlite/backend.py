@@ -37,6 +37,20 @@ BUSY_TIMEOUT_MS = 10_000
 # fold diacritics on its own, so that its tokens equal analyzer.tokens() split.
 FTS_TOKENIZE = "unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'"
 
+# The full-text index is external-content over memory_entry_heads (issue 48): FTS5
+# keeps only its index, and reads the text it indexes from the head row, as
+# OceanBase's FULLTEXT index does from its column. The first layout kept a second copy
+# of every searchable_text (18 MB of 208 at 50k entries); _migrate_fts_layout moves
+# such a file to this one. External content makes FTS5 read the old text back from
+# the head row when a row is deleted: every write deletes the FTS row BEFORE it
+# changes or removes its head row.
+FTS_DDL = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS memory_entry_search_fts USING fts5(searchable_text, "
+    f"content='memory_entry_heads', content_rowid='projection_id', tokenize=\"{FTS_TOKENIZE}\")"
+)
+# The schema record of that layout: a file without it holds the first layout.
+FTS_LAYOUT = ("fts_content", "external")
+
 _CORE_DDL = f"""
 CREATE TABLE IF NOT EXISTS powercontext_schema (
     key TEXT PRIMARY KEY,
@@ -104,10 +118,7 @@ CREATE TABLE IF NOT EXISTS memory_vector_sums (
     vector_count INTEGER NOT NULL,
     vector_sum BLOB NOT NULL
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS memory_entry_search_fts USING fts5(
-    searchable_text,
-    tokenize="{FTS_TOKENIZE}"
-);
+{FTS_DDL};
 """
 
 _VECTOR_DDL = """
@@ -149,6 +160,12 @@ _HEAD_METADATA = (
     "ON m.projection_id = h.projection_id AND m.entry_version_id = h.entry_version_id "
     "AND m.entry_content_hash = h.entry_content_hash WHERE h.memory_artifact_id = ?"
 )
+
+
+# Head rows joined to the full-text index's record of each row it holds (its docsize
+# row, keyed by projection_id): the index reads its text from the head row itself.
+_INDEXED = ("FROM memory_entry_heads AS h LEFT JOIN memory_entry_search_fts_docsize AS f "
+            "ON f.id = h.projection_id")
 
 
 class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
@@ -221,9 +238,24 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
                 tx.execute("INSERT INTO powercontext_schema (key, value) VALUES (?, ?)", (key, value))
             self.analyzer = analyzer.get(version)
             self._adopt_profile(tx, stored.get("embedding_profile"))
+            self._migrate_fts_layout(tx, stored)
             if stored and "vector_sums" not in stored:  # created before c̄ was kept
                 self._backfill_vector_sums(tx)
         self._probe_fts()
+
+    def _migrate_fts_layout(self, tx: Any, stored: dict[str, str]) -> None:
+        """A file of the first layout (FTS5 keeping its own copy of the text) gets the
+        external-content index, built from the head rows in this transaction: the
+        projection is rebuildable from the head rows by design (RFC 000), and a copy
+        that differed from them was wrong anyway (verify reported it). Then the record."""
+        if stored.get(FTS_LAYOUT[0]) == FTS_LAYOUT[1]:
+            return
+        (sql,) = tx.execute("SELECT sql FROM sqlite_schema WHERE name = 'memory_entry_search_fts'").fetchone()
+        if "content=" not in sql:
+            tx.execute("DROP TABLE memory_entry_search_fts")
+            tx.execute(FTS_DDL)
+            tx.execute("INSERT INTO memory_entry_search_fts(memory_entry_search_fts) VALUES ('rebuild')")
+        self._write_schema_value(tx, *FTS_LAYOUT)
 
     def _load_vec(self) -> None:
         self._vec_loaded = load_vec(self._con)  # optional until a profile needs it
@@ -262,7 +294,9 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
                 "SELECT rowid FROM memory_entry_search_fts WHERE memory_entry_search_fts MATCH ? AND rowid = -1",
                 ('"u_4e2d"',),
             ).fetchall()
-            tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = -1")
+            # external content: FTS5 cannot read this row's text back, so it is given
+            tx.execute("INSERT INTO memory_entry_search_fts (memory_entry_search_fts, rowid, searchable_text) "
+                       "VALUES ('delete', -1, 'u_4e2d probe')")
         if hit != [(-1,)]:
             raise BackendUnavailableError("FTS5 probe failed: analyzer tokens are not indexed whole")
 
@@ -320,14 +354,21 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
             tx.execute("DELETE FROM memory_entry_vector_metadata WHERE projection_id = ?", (projection_id,))
             tx.execute("DELETE FROM memory_entry_search_vector WHERE rowid = ?", (projection_id,))
 
+    def _drop_fts_row(self, tx, pid):
+        """Remove one row from the full-text index, if it is there: FTS5 reads the
+        tokens to remove from the head row, so a row the index never held (a crash
+        repair, a rebuild) must not be 'deleted' (it would remove another's tokens)."""
+        tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ? AND EXISTS "
+                   "(SELECT 1 FROM memory_entry_search_fts_docsize WHERE id = ?)", (pid, pid))
+
     def _replace_projections(self, tx, artifact_id, head_revision, rows):
         for pid, _, version_id, content_hash, searchable_text, _ in rows:
+            self._drop_fts_row(tx, pid)  # while the head row still holds the indexed text
             tx.execute(
                 "UPDATE memory_entry_heads SET head_revision = ?, entry_version_id = ?, entry_content_hash = ?, "
                 "searchable_text = ? WHERE projection_id = ?",
                 (head_revision, version_id, content_hash, searchable_text, pid),
             )
-            tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
             self._drop_vector(tx, pid)  # never keep a vector of older content
         self._insert_search_rows(tx, [(pid, *row) for pid, _, *row in rows])
 
@@ -369,7 +410,9 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
         if self._vector_tables:
             tx.execute(f"DELETE FROM memory_entry_vector_metadata WHERE projection_id IN ({in_pids})", pids)
             tx.execute(f"DELETE FROM memory_entry_search_vector WHERE rowid IN ({in_pids})", pids)
-        tx.execute(f"DELETE FROM memory_entry_search_fts WHERE rowid IN ({in_pids})", pids)
+        # before the head rows go (FTS5 reads their text back), and only rows it holds
+        tx.execute(f"DELETE FROM memory_entry_search_fts WHERE rowid IN ({in_pids}) AND rowid IN "
+                   f"(SELECT id FROM memory_entry_search_fts_docsize WHERE id IN ({in_pids}))", pids * 2)
         tx.execute(f"DELETE FROM memory_entry_heads WHERE projection_id IN ({in_pids})", pids)
 
     # ------------------------------------------------------------- schema, analyzer, c̄
@@ -384,9 +427,7 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
     def _head_rows(self, tx):
         return [tuple(r) for r in tx.execute(
             "SELECT h.projection_id, h.memory_artifact_id, h.entry_version_id, "
-            "CASE WHEN f.searchable_text = h.searchable_text THEN h.searchable_text END "
-            "FROM memory_entry_heads AS h LEFT JOIN memory_entry_search_fts AS f ON f.rowid = h.projection_id "
-            "ORDER BY h.projection_id")]
+            f"CASE WHEN f.id IS NOT NULL THEN h.searchable_text END {_INDEXED} ORDER BY h.projection_id")]
 
     def _projection_rows(self, tx, artifact_id, entry_ids):
         vector_columns = vector_joins = ""
@@ -399,8 +440,7 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
         out = {}
         for row in tx.execute(
                 "SELECT h.entry_id, h.projection_id, h.entry_version_id, h.entry_content_hash, "
-                f"CASE WHEN f.searchable_text = h.searchable_text THEN h.searchable_text END{vector_columns} "
-                "FROM memory_entry_heads AS h LEFT JOIN memory_entry_search_fts AS f ON f.rowid = h.projection_id"
+                f"CASE WHEN f.id IS NOT NULL THEN h.searchable_text END{vector_columns} {_INDEXED}"
                 f"{vector_joins} WHERE h.memory_artifact_id = ? AND h.entry_id IN ({marks(len(entry_ids))})",
                 (artifact_id, *entry_ids)):
             embedding_hash, blob = row[5:] if self._vector_tables else (None, None)
@@ -410,13 +450,33 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
 
     def _read_projection_texts(self, tx, artifact_id):
         return [tuple(r) for r in tx.execute(
-            "SELECT h.entry_id, h.searchable_text, f.searchable_text FROM memory_entry_heads AS h "
-            "LEFT JOIN memory_entry_search_fts AS f ON f.rowid = h.projection_id WHERE h.memory_artifact_id = ?",
-            (artifact_id,))]
+            f"SELECT h.entry_id, h.searchable_text, CASE WHEN f.id IS NOT NULL THEN h.searchable_text END {_INDEXED} "
+            "WHERE h.memory_artifact_id = ?", (artifact_id,))]
+
+    def _full_text_index_issues(self, tx):
+        """FTS5's own check of its tokens against the head rows' text (the external
+        content): an index edited or left behind by a crash repair matches words the
+        entries never say. It checks the whole index, not one Memory: the tokens of a
+        row cannot be read back one by one."""
+        try:
+            tx.execute("INSERT INTO memory_entry_search_fts (memory_entry_search_fts, rank) VALUES ('integrity-check', 1)")
+        except apsw.CorruptError:
+            return ["projection: the full-text index rows differ from the head rows' search text; "
+                    "run svc.rebuild_projections()"]
+        return []
+
+    def _rebuild_rows(self, tx, ref, vectors, profile):
+        """A rebuild also brings the full-text index back to the head rows' text when
+        FTS5's check finds it differs: its tokens cannot be repaired row by row (a
+        delete removes the tokens of the row's current text, not the ones indexed)."""
+        done = super()._rebuild_rows(tx, ref, vectors, profile)
+        if self._full_text_index_issues(tx):
+            tx.execute("INSERT INTO memory_entry_search_fts (memory_entry_search_fts) VALUES ('rebuild')")
+        return done
 
     def _set_searchable_text(self, tx, pid, searchable_text):
+        self._drop_fts_row(tx, pid)  # before the head row's text changes: FTS5 reads it back
         tx.execute("UPDATE memory_entry_heads SET searchable_text = ? WHERE projection_id = ?", (searchable_text, pid))
-        tx.execute("DELETE FROM memory_entry_search_fts WHERE rowid = ?", (pid,))
         tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (?, ?)", (pid, searchable_text))
 
     def _projection_vectors(self, tx, artifact_id, entry_ids):

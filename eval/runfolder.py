@@ -1,5 +1,9 @@
 """The run folder's tables on disk: Parquet (zstd), read back by ``load`` or pandas.
 
+A leaf beside the stages (like ``private``): running writes its candidate cache with it,
+scoring reads a run folder back through it, presenting writes the report's tables — so it
+knows no stage, and the caller names its metric columns (``float32``).
+
 A sweep of the three bundled corpora on both databases was 136 MB as CSV and a pickle
 (``sweep.csv`` alone 106 MB), too big to keep beside the report. Every table is now
 written as ``<name>.parquet`` — columnar, compressed, typed — and the small ones (at
@@ -9,10 +13,11 @@ reads one table; ``load(run)`` (``harness.load``) reads them all.
 
 What is stored, and how it reads back:
 
-* metric columns (``metrics.METRIC_NAMES``) as float32 — 7 significant digits, more
-  than the 6 the CSV kept; thresholds, limits and counts keep their exact types;
+* the metric columns the caller names (``float32=metrics.METRIC_NAMES``) as float32 —
+  7 significant digits, more than the 6 the CSV kept; thresholds, limits and counts keep their exact types;
 * the sweep table sorted by backend, mode, corpus, split, family, limit and
-  thresholds, so neighbouring grid points sit together (they compress best that way);
+  thresholds, so neighbouring grid points sit together (they compress best that way),
+  its metrics byte-stream-split (the caller names them: ``split``);
 * tuple columns (a ranking, a query's tags) as lists, turned back into tuples;
 * a column mixing words and numbers (``vector_uncovered``: ``admit``, ``refuse`` or a
   threshold) as text, turned back into numbers where it held numbers.
@@ -30,9 +35,8 @@ import pandas as pd
 
 from powercontext.errors import PowerContextError, shown
 
-from ..scoring import metrics as M
-from ..errors import EvalError
-from ..private import private_dir, private_file
+from .errors import EvalError
+from .private import private_dir, private_file
 
 __all__ = ["CSV_ROWS", "RunFolderError", "RunTables", "load", "read_table", "write_table"]
 
@@ -53,13 +57,13 @@ def _is_sequence(v: Any) -> bool:
     return isinstance(v, (tuple, list))
 
 
-def _storable(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """``frame`` with float32 metrics and its word-or-number columns as text."""
+def _storable(frame: pd.DataFrame, float32: tuple[str, ...]) -> tuple[pd.DataFrame, list[str]]:
+    """``frame`` with its ``float32`` columns narrowed and its word-or-number columns as text."""
     out = frame.copy()
     mixed = []
     for column in out.columns:
         values = out[column]
-        if column in M.METRIC_NAMES and values.dtype.kind == "f":
+        if column in float32 and values.dtype.kind == "f":
             out[column] = values.astype(np.float32)
         elif values.dtype == object:
             kinds = {type(v) for v in values if v is not None and not (isinstance(v, float) and np.isnan(v))}
@@ -70,15 +74,16 @@ def _storable(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 
 
 def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tuple[str, ...] = (),
-                csv: bool = True, split: Collection[str] = (), narrow: Collection[str] = ()) -> Path:
+                csv: bool = True, float32: Collection[str] = (), split: Collection[str] = ()) -> Path:
     """Write ``frame`` as ``folder/name.parquet`` (and, with ``csv``, ``name.csv`` when
     it is small); ``sort`` orders the rows by those of its columns the frame has.
 
+    ``float32``: float columns (or lists of floats: the exact top lists' cosines) stored
+    as float32 — the metrics, and only values that are never replayed (a replayed
+    signal must stay float64 to equal the online search).
     ``split``: float columns (or lists of floats) of many distinct values, stored
     byte-stream-split instead of dictionary-encoded — lossless, and zstd then finds the
-    shared exponent bytes (the sweep's metrics: 4.35 → 3.5 MB for ``sweep --all``).
-    ``narrow``: float columns (or lists of floats) stored as float32 — only values that
-    are never replayed (a replayed signal must stay float64 to equal the online search)."""
+    shared exponent bytes (the sweep's metrics: 4.35 → 3.5 MB for ``sweep --all``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -86,13 +91,14 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
     keys = [k for k in sort if k in frame.columns]
     if keys:
         frame = frame.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
-    stored, mixed = _storable(frame)
+    stored, mixed = _storable(frame, tuple(float32))
     table = pa.Table.from_pandas(stored, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), _MIXED.encode(): json.dumps(mixed).encode()})
-    for column in (c for c in narrow if c in table.column_names):
+    for column in (c for c in float32 if c in table.column_names):  # lists of floats: _storable leaves them
         kind = table.schema.field(column).type
-        to = pa.list_(pa.float32()) if pa.types.is_list(kind) or pa.types.is_large_list(kind) else pa.float32()
-        table = table.set_column(table.column_names.index(column), column, table[column].cast(to))
+        if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+            continue
+        table = table.set_column(table.column_names.index(column), column, table[column].cast(pa.list_(pa.float32())))
     split = [c for c in split if c in table.column_names]
     paths = [f"{c}.list.element" if pa.types.is_list(table.schema.field(c).type) else c for c in split]
     path = folder / f"{name}.parquet"
