@@ -74,7 +74,8 @@ def _storable(frame: pd.DataFrame, float32: tuple[str, ...]) -> tuple[pd.DataFra
 
 
 def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tuple[str, ...] = (),
-                csv: bool = True, float32: Collection[str] = (), split: Collection[str] = ()) -> Path:
+                csv: bool = True, float32: Collection[str] = (), split: Collection[str] = (),
+                csv_frame: pd.DataFrame | None = None) -> Path:
     """Write ``frame`` as ``folder/name.parquet`` (and, with ``csv``, ``name.csv`` when
     it is small); ``sort`` orders the rows by those of its columns the frame has.
 
@@ -83,7 +84,9 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
     signal must stay float64 to equal the online search).
     ``split``: float columns (or lists of floats) of many distinct values, stored
     byte-stream-split instead of dictionary-encoded — lossless, and zstd then finds the
-    shared exponent bytes (the sweep's metrics: 4.35 → 3.5 MB for ``sweep --all``)."""
+    shared exponent bytes (the sweep's metrics: 4.35 → 3.5 MB for ``sweep --all``).
+    ``csv_frame``: the CSV copy's rows when the Parquet holds a slimmer form of them
+    (explain by reference: the CSV is read by people, who want the signals in it)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -91,6 +94,8 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
     keys = [k for k in sort if k in frame.columns]
     if keys:
         frame = frame.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+        if csv_frame is not None:
+            csv_frame = csv_frame.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
     stored, mixed = _storable(frame, tuple(float32))
     table = pa.Table.from_pandas(stored, preserve_index=False)
     table = table.replace_schema_metadata({**(table.schema.metadata or {}), _MIXED.encode(): json.dumps(mixed).encode()})
@@ -107,7 +112,7 @@ def write_table(frame: pd.DataFrame, folder: str | Path, name: str, *, sort: tup
                        use_dictionary=[c for c in table.column_names if c not in split] if split else True,
                        use_byte_stream_split=paths or False)
     if csv and len(frame) <= CSV_ROWS:
-        write_csv(frame, folder / f"{name}.csv")
+        write_csv(frame if csv_frame is None else csv_frame, folder / f"{name}.csv")
     return path
 
 

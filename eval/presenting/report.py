@@ -102,10 +102,12 @@ def write_run(result: Any, out: str | Path) -> Path:
     shared = (cache is not None and Path(cache).resolve() == (out / CACHE_DIR).resolve()
               and (Path(cache) / "candidates.parquet").is_file())
     for name, frame, sort in run_tables(result):
-        if name == "explain" and shared:
-            frame = explain.by_reference(frame)
+        whole = None
+        if name == "explain" and shared:  # the CSV copy, read by people, keeps the signals
+            frame, whole = explain.by_reference(frame), frame
         # the grid's metrics are means over many queries: few repeat, so byte-stream-split
-        write_table(frame, out, name, sort=sort, float32=M.METRIC_NAMES, split=M.METRIC_NAMES if name == "sweep" else ())
+        write_table(frame, out, name, sort=sort, float32=M.METRIC_NAMES, split=M.METRIC_NAMES if name == "sweep" else (),
+                    csv_frame=whole)
     runfiles.write(result, out)  # qrels.trec + runs/<backend>-<mode>-<policy>.run.gz, for ranx / trec_eval
     if "joint" in set(result.recommendations["mode"]):  # what %config PcMem.policy_file loads
         tighten(result.recommended("joint").save(out / "policy.json"))

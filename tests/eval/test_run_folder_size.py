@@ -116,6 +116,8 @@ def test_explain_refers_to_the_caches_signals_and_reads_back_whole(swept, tmp_pa
     elsewhere = write_run(result, tmp_path / "elsewhere")  # no cache there: the table keeps its signals
     assert set(SIGNALS) <= set(pq.read_schema(elsewhere / "explain.parquet").names)
     assert (out / "explain.parquet").stat().st_size < 0.5 * (elsewhere / "explain.parquet").stat().st_size
+    # the CSV copy is read by people, not joined back: it keeps the signals, as elsewhere
+    assert (out / "explain.csv").read_text() == (elsewhere / "explain.csv").read_text()
 
     loaded, whole = harness.load(out), harness.load(elsewhere)
     table = loaded.tables["explain"]
