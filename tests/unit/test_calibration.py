@@ -130,12 +130,18 @@ def test_another_profiles_artefact_is_refused_naming_both_profile_ids():
 def test_a_hand_edited_artefact_is_refused_with_the_field_named(tmp_path, edit, field):
     data = artefact()
     edit(data)
+    _refused_naming(tmp_path, data, field)
+
+
+def _refused_naming(tmp_path, data, field):
+    """Loading ``data`` from a file is refused in one line naming ``field``; the error."""
     path = tmp_path / "cal.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(InvalidCalibrationError) as info:
         Calibration.load(path)
     message = str(info.value)
     assert f"field {field}" in message and "\n" not in message, message
+    return info.value
 
 
 def test_a_corrupt_or_missing_file_is_a_typed_error(tmp_path):
@@ -226,10 +232,4 @@ def test_a_v1_artefact_still_loads_and_its_hybrid_candidates_take_the_per_channe
 def test_a_corrupt_hybrid_section_is_refused_with_the_field_named(tmp_path, edit, field):
     data = artefact(format="powercontext.calibration.v2", hybrid=dict(HYBRID))
     edit(data)
-    path = tmp_path / "cal.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(InvalidCalibrationError) as info:
-        Calibration.load(path)
-    message = str(info.value)
-    assert f"field {field}" in message and "\n" not in message, message
-    assert isinstance(info.value, PowerContextError)
+    assert isinstance(_refused_naming(tmp_path, data, field), PowerContextError)
