@@ -85,9 +85,13 @@ scale: $(STAMP)
 # admission in probability units adds per query at 1k (benchmarks/calibration_bench.py, issue 46), then one
 # remember() of 10k and 50k entries with vectors given on both databases
 # (benchmarks/load_bench.py, issue 48), then this project beside sqlite-vec + FTS5, LanceDB,
-# Qdrant local and Chroma at 10k and 50k, seeded and MiniLM vectors, one process per system
-# (benchmarks/peers_bench.py, issue 48; PEERS_SIZES=10000 for a shorter run). Prints
-# figures, asserts nothing; the latest table is kept in reports/performance.md.
+# Qdrant local and Chroma at 10k (this project on SQLite and on a seekdb of its own), seeded
+# and real MiniLM vectors, one process per system
+# (benchmarks/peers_bench.py, issue 48). 50k is `make bench PEERS_SIZES=10000,50000`: the
+# first MiniLM run at 50k embeds 50k texts (over an hour on 2 cores; at 10k ~20 min), cached
+# in ~/.cache/powercontext/bench-vectors/peers-minilm for later runs. Prints figures,
+# asserts nothing; the latest table is kept in reports/performance.md.
+PEERS_SIZES ?= 10000
 bench: $(STAMP) $(PEERS_STAMP)
 	$(PY) benchmarks/perf_bench.py --profile --explain
 	$(PY) benchmarks/search_parts_bench.py
@@ -95,7 +99,7 @@ bench: $(STAMP) $(PEERS_STAMP)
 	$(PY) benchmarks/search_log_bench.py
 	$(PY) benchmarks/calibration_bench.py
 	$(PY) benchmarks/load_bench.py
-	$(PY) benchmarks/peers_bench.py
+	$(PY) benchmarks/peers_bench.py --sizes $(PEERS_SIZES) --vectors seeded,minilm
 
 # The stores benchmarks/peers_bench.py compares with (issue 48): the `peers` extra, installed
 # by `make bench` itself (its own stamp), never by `make test` (not part of `all`).

@@ -3,17 +3,21 @@ project (SQLite file storage) against its own floor — sqlite-vec's ``vec0`` an
 FTS5 alone — LanceDB, Qdrant's local mode and Chroma, on the same texts and vectors.
 
     .venv/bin/python benchmarks/peers_bench.py [--sizes 10000,50000] [--vectors seeded,minilm]
-        [--systems sqlite-vec,fts5,lancedb,qdrant,chroma,powercontext] [--queries 200] [--warmup 20]
+        [--systems sqlite-vec,fts5,lancedb,qdrant,chroma,powercontext,powercontext-oceanbase]
+        [--queries 200] [--warmup 20]
+        [--cache ~/.cache/powercontext/bench-vectors/peers-minilm]
 
 The peers come from the ``peers`` extra (``pip install -e '.[peers]'``; ``make bench``
 installs it). Per vector kind and size N:
 
-* **Data.** N texts: perf_bench's corpus (the bundled corpora's memories, grown to N by
-  seeded recombinations). Vectors ``seeded``: seeded pseudo-random 384-d unit vectors
-  (float32), queries likewise; or ``minilm``: all-MiniLM-L6-v2's vectors of the bundled
-  texts and of the questions, made by the real model, the recombinations' vectors derived
-  from their parts' (model_vectors.py says how, and how close that is). Query texts are
-  the bundled questions (seeded order), the same for every system.
+* **Data.** N texts: perf_bench's corpus (the bundled corpora's distinct memories, grown
+  to N by seeded recombinations "A; also, b (note N)" of two of them: real sentences for
+  full-text search, every text distinct). Vectors ``seeded``: seeded pseudo-random 384-d
+  unit vectors (float32), queries likewise; or ``minilm``: every one of the N texts and
+  every question embedded by the real all-MiniLM-L6-v2 (powercontext's own embedder),
+  cached between runs in ``--cache`` (minilm_corpus.py: the first run at 50k embeds for
+  over an hour on this 2-core machine; later runs read the file). Query texts are the
+  bundled questions (seeded order), the same for every system.
 * **One process per system, one at a time**: each system loads the data into a scratch
   directory of its own through its documented bulk path with its default index, then
   answers ``--warmup`` + ``--queries`` top-10 vector queries (and full-text / hybrid
@@ -25,7 +29,10 @@ installs it). Per vector kind and size N:
   exactly). Chroma: ``PersistentClient``, ``add`` in batches of its maximum size (HNSW,
   defaults). This project: ONE ``remember()`` with the vectors given, then
   ``svc.search(mode="vector")`` and ``mode="hybrid"`` with an admit-everything policy
-  (no floor: every candidate competes, as in the others), the query vector looked up.
+  (no floor: every candidate competes, as in the others), the query vector looked up;
+  ``powercontext-oceanbase`` the same on a database of one seekdb the run starts on a new
+  store in its scratch directory (or POWERCONTEXT_OCEANBASE_URL's server), its disk "—"
+  (the server's store is shared and preallocated, not this system's footprint).
 * **Figures.** Load seconds (the bulk write, indexes included), disk MB of the system's
   directory once closed, p50/p95 ms per query, recall@10 of the vector query against an
   exact numpy scan (L2 on the float32 vectors), and the 1-minute load average around
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -56,19 +64,28 @@ sys.path.insert(0, str(HERE))
 
 DIM = 384
 TOP = 10
-SYSTEMS = ("sqlite-vec", "fts5", "lancedb", "qdrant", "chroma", "powercontext")
+SYSTEMS = ("sqlite-vec", "fts5", "lancedb", "qdrant", "chroma", "powercontext", "powercontext-oceanbase")
+# The OceanBase row's disk is the server's store, shared and preallocated: not a figure per system.
+SERVER_SYSTEMS = ("powercontext-oceanbase",)
 
 
 # ------------------------------------------------------------------ data (parent)
 
 
-def prepare(kind: str, n: int, queries: int, folder: Path) -> None:
+def minilm_cache() -> Path:
+    from minilm_corpus import CACHE
+
+    return CACHE
+
+
+def prepare(kind: str, n: int, queries: int, folder: Path, cache: Path) -> None:
     """Write texts, vectors, query texts and query vectors to ``folder``, and the exact
-    top-10 of every query (numpy, L2 on the float32 vectors)."""
+    top-10 of every query (numpy, L2 on the float32 vectors). ``cache``: where MiniLM's
+    vectors are kept between runs (minilm_corpus.py)."""
     import perf_bench as pb
 
     base, questions = pb.corpus_texts()
-    texts, parts = pb.synthesize_pairs(base, n)
+    texts, _parts = pb.synthesize_pairs(base, n)
     rng = np.random.default_rng(11)
     distinct = list(dict.fromkeys(q for q in questions if q.strip()))
     order = rng.permutation(len(distinct))
@@ -77,11 +94,15 @@ def prepare(kind: str, n: int, queries: int, folder: Path) -> None:
         vectors = np.random.default_rng(7).standard_normal((n, DIM))
         qvectors = np.random.default_rng(13).standard_normal((len(qtexts), DIM))
     elif kind == "minilm":
-        import model_vectors
+        from minilm_corpus import MinilmCorpus
 
-        table = model_vectors.CorpusVectors("minilm", base, texts, parts, qtexts)
-        vectors = table.table.astype(np.float64)
-        qvectors = np.array([table.questions[q] for q in qtexts], dtype=np.float64)
+        model = MinilmCorpus(cache, progress=lambda line: print(f"  {line}", flush=True))
+        qvectors = model.vectors(qtexts, "query").astype(np.float64)
+        vectors = model.vectors(texts).astype(np.float64)
+        if model.embedded:
+            print(f"  MiniLM embedded {model.embedded:,} texts in {model.seconds:.0f} s "
+                  f"({model.embedded / model.seconds:.1f} texts/s, load average {os.getloadavg()[0]:.1f}); "
+                  f"the rest came from {cache}", flush=True)
     else:
         raise SystemExit(f"unknown vector kind {kind!r}: seeded or minilm")
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
@@ -119,11 +140,17 @@ class Timer:
         return out
 
 
-def child(system: str, data: Path, out: Path, warmup: int) -> dict:
+def child(system: str, data: Path, out: Path, warmup: int, url: str | None = None) -> dict:
     texts_doc = json.loads((data / "texts.json").read_text())
     texts, qtexts = texts_doc["texts"], texts_doc["queries"]
     vectors, qvectors = np.load(data / "vectors.npy"), np.load(data / "qvectors.npy")
     out.mkdir(parents=True)
+    if system == "powercontext-oceanbase":
+        import perf_bench as pb
+
+        with pb.bench_target("oceanbase", url, out, "peers") as target:
+            result = run_powercontext(texts, vectors, qtexts, qvectors, out, warmup, target)
+        return {**result, "disk_mb": None}
     runner = {"sqlite-vec": run_sqlite_vec, "fts5": run_fts5, "lancedb": run_lancedb, "qdrant": run_qdrant,
               "chroma": run_chroma, "powercontext": run_powercontext}[system]
     result = runner(texts, vectors, qtexts, qvectors, out, warmup)
@@ -251,7 +278,7 @@ def run_chroma(texts, vectors, qtexts, qvectors, out, warmup):
     return {"load_s": load, **_queries(qtexts, qvectors, warmup, vector_fn=vector)}
 
 
-def run_powercontext(texts, vectors, qtexts, qvectors, out, warmup):
+def run_powercontext(texts, vectors, qtexts, qvectors, out, warmup, target=None):
     import powercontext as pc
     from powercontext.embedding import MINILM_PROFILE, EmbeddingResult
 
@@ -270,7 +297,7 @@ def run_powercontext(texts, vectors, qtexts, qvectors, out, warmup):
     everything = pc.AdmissionPolicy.floors(fts_min_terms=1, fts_min_coverage=0.0, vector_min_cosine=-1.0)
 
     async def go():
-        svc = await pc.open(str(out / "memory.db"), embedding=Given(), policy=everything)
+        svc = await pc.open(target or str(out / "memory.db"), embedding=Given(), policy=everything)
         entries = tuple(pc.MemoryEntryInput("fact", t) for t in texts)
         start = time.perf_counter()
         rev = await svc.remember(None, entries=entries)
@@ -304,11 +331,11 @@ def recall(ids: list[list[int]], truth: np.ndarray) -> float:
     return statistics.mean(len(set(got) & set(truth[i].tolist())) / TOP for i, got in enumerate(ids))
 
 
-def run_system(system: str, data: Path, work: Path, warmup: int) -> dict:
+def run_system(system: str, data: Path, work: Path, warmup: int, url: str | None) -> dict:
     out = work / system
     before = os.getloadavg()[0]
     proc = subprocess.run([sys.executable, __file__, "--child", system, "--data", str(data), "--out", str(out),
-                           "--warmup", str(warmup)], capture_output=True, text=True, env={**os.environ,
+                           "--warmup", str(warmup), *(["--url", url] if url else [])], capture_output=True, text=True, env={**os.environ,
                            "HF_HUB_OFFLINE": "1", "ANONYMIZED_TELEMETRY": "False"})
     after = os.getloadavg()[0]
     if proc.returncode != 0:
@@ -327,7 +354,8 @@ def row(system: str, r: dict, truth: np.ndarray) -> str:
         return f"{percentile(v, 50):.1f} / {percentile(v, 95):.1f}" if v else "—"
     rec = recall(r.get("vector_ids", []), truth)
     rec_text = "—" if rec != rec else f"{rec:.3f}"
-    return (f"| {system} | {r['load_s']:.2f} | {r['disk_mb']:.1f} | {ms('vector')} | {rec_text} | {ms('hybrid')} "
+    disk = "—" if r["disk_mb"] is None else f"{r['disk_mb']:.1f}"
+    return (f"| {system} | {r['load_s']:.2f} | {disk} | {ms('vector')} | {rec_text} | {ms('hybrid')} "
             f"| {ms('fts')} | {r['load'][0]:.1f}/{r['load'][1]:.1f} |")
 
 
@@ -338,23 +366,39 @@ def main() -> None:
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
+    ap.add_argument("--cache", default=os.environ.get("PEERS_CACHE", str(minilm_cache())),
+                    help="where --vectors minilm keeps the model's vectors between runs (embedded once)")
     ap.add_argument("--child")
     ap.add_argument("--data")
     ap.add_argument("--out")
+    ap.add_argument("--url")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, Path(args.data), Path(args.out), args.warmup)))
+        print(json.dumps(child(args.child, Path(args.data), Path(args.out), args.warmup, args.url)))
         return
+    import bench_dirs
     import perf_bench as pb
 
     print(pb.machine())
     systems = args.systems.split(",")
+    unknown = sorted(set(systems) - set(SYSTEMS))
+    if unknown:
+        raise SystemExit(f"unknown systems {unknown}: choose from {', '.join(SYSTEMS)}")
+    with bench_dirs.scratch("pc-peers-server-") as server_dir:
+        # One seekdb for the whole run, on a new store removed at the end (bench_dirs), and
+        # only when an OceanBase row is asked for; POWERCONTEXT_OCEANBASE_URL uses yours.
+        with (bench_dirs.oceanbase(server_dir) if set(systems) & set(SERVER_SYSTEMS)
+              else contextlib.nullcontext((None, None))) as (url, _server):
+            run_all(args, systems, url)
+
+
+def run_all(args, systems: list[str], url: str | None) -> None:
     for kind in args.vectors.split(","):
         for n in (int(s) for s in args.sizes.split(",")):
             with tempfile.TemporaryDirectory(prefix="pc-peers-") as tmp:
                 data = Path(tmp) / "data"
                 data.mkdir()
-                prepare(kind, n, args.warmup + args.queries, data)
+                prepare(kind, n, args.warmup + args.queries, data, Path(args.cache))
                 truth = np.load(data / "truth.npy")[args.warmup:]
                 print(f"\n{kind} vectors, N = {n:,}: top-{TOP}, {args.queries} queries after {args.warmup} warm-ups, "
                       "one process per system, one at a time")
@@ -362,7 +406,7 @@ def main() -> None:
                       "| full-text p50 / p95 ms | load average before/after |")
                 print("|---|---:|---:|---:|---:|---:|---:|---:|")
                 for system in systems:
-                    result = run_system(system, data, Path(tmp), args.warmup)
+                    result = run_system(system, data, Path(tmp), args.warmup, url)
                     print(row(system, result, truth), flush=True)
 
 

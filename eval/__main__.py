@@ -12,6 +12,7 @@
     python -m powercontext.eval pool DB_OR_URL --out FOLDER (--from-log [--since T] | --questions FILE)
     python -m powercontext.eval export FOLDER --out CORPUS [--judge NAME]
     python -m powercontext.eval calibrate --dataset my-corpus --embedding e5 --out FOLDER
+    python -m powercontext.eval probability-study --all --embeddings minilm,e5 --out FOLDER
 
 ``sweep`` loads every corpus into a fresh database per backend (starting a local
 seekdb for OceanBase unless POWERCONTEXT_OCEANBASE_URL names a server), retrieves each

@@ -10,6 +10,7 @@
     harness.analyse(result.collected, grid=Grid(...), objective=Objective(bound=0.3))  # offline re-analysis
     table, runs = harness.compare_analyzers("datasets/atlas-etl", ("v1", "v2"), out="results/analyzers")
     report = harness.calibrate("datasets/atlas-etl", "e5", out="results/cal")  # probability units (issue 46)
+    studies = harness.probability_study("all", ("minilm", "e5"), out="results/probability")  # adopt it? held out
 
 ``sweep`` = ``collect`` (databases and model: load, embed, retrieve once) + ``analyse``
 (offline: replay the grid, metrics, recommendation, cross-backend comparison; the
@@ -58,7 +59,7 @@ from .scoring.tables import check_metrics, summary_frame
 from .scoring.analysis import SweepResult, analyse  # noqa: F401  (harness.analyse, harness.SweepResult)
 
 __all__ = [
-    "SweepResult", "acalibrate", "acompare_analyzers", "acompare_embeddings", "afit", "analyse", "arun", "asummary", "asweep",
+    "SweepResult", "acalibrate", "aprobability_study", "probability_study", "acompare_analyzers", "acompare_embeddings", "afit", "analyse", "arun", "asummary", "asweep",
     "available_modes", "calibrate", "compare_analyzers", "compare_embeddings", "fit", "load", "profile_names", "resolve_datasets",
     "run", "summary", "sweep",
 ]
@@ -332,6 +333,23 @@ async def acalibrate(datasets: Any, profile: Any, out: str | Path | None = None,
 def calibrate(datasets: Any, profile: Any, out: str | Path | None = None, folds: int | str = "auto", **options: Any):
     """Sync ``acalibrate``: ``harness.calibrate("my-corpus", "e5", out="results/cal")``."""
     return _sync(acalibrate(datasets, profile, out, folds, **options))
+
+
+async def aprobability_study(datasets: Any = "all", embeddings: Sequence[Any] = ("minilm", "e5"),
+                             out: str | Path | None = None, **options: Any):
+    """The leave-one-corpus-out study of ``min_probability`` (with the hybrid cell)
+    beside each profile's shipped default: {profile id: StudyResult} (``.adopted``,
+    ``.verdict``, ``.table`` per held-out corpus, tag and language pair); with ``out``
+    each profile's ``probability_study.md`` says adopted or not and by how much."""
+    from .presenting.probability_study_report import astudy
+
+    return await astudy(datasets, embeddings, out=out, **options)
+
+
+def probability_study(datasets: Any = "all", embeddings: Sequence[Any] = ("minilm", "e5"),
+                      out: str | Path | None = None, **options: Any):
+    """Sync ``aprobability_study``."""
+    return _sync(aprobability_study(datasets, embeddings, out, **options))
 
 
 async def asummary(dataset: Any = None, backends: Sequence[str] = ("sqlite",), modes: Sequence[str] | None = None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from .errors import (
     AccessDeniedError,
     AnalyzerMismatchError,
+    SchemaTooNewError,
     EmbeddingProfileMismatchError,
     EmbeddingRequiredError,
     MigrationOvertakenError,
@@ -62,7 +63,7 @@ from .model import (
 from .opening import open
 
 __all__ = [
-    "AccessDeniedError", "ReadOnlyError", "AdmissionPolicy", "AnalyzerMismatchError", "EmbeddingProfileMismatchError", "EmbeddingRequiredError", "MigrationOvertakenError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
+    "AccessDeniedError", "ReadOnlyError", "AdmissionPolicy", "AnalyzerMismatchError", "SchemaTooNewError", "EmbeddingProfileMismatchError", "EmbeddingRequiredError", "MigrationOvertakenError", "EmbeddingMigration", "ArtifactNotFoundError", "ArtifactRef", "BackendUnavailableError",
     "CapabilityNotSupportedError", "CommitOutcomeUnknownError", "ConnectionLostError", "ContentSource",
     "DatabaseBusyError", "EmbeddingProfile", "InvalidCitationError",
     "InvalidMemoryRequestError", "InvalidRuntimeRequestError", "MaintenanceNotPermittedError", "ServerLimitError", "MemoryChange", "MemoryCitation",

@@ -141,10 +141,21 @@ def _fold_latin_diacritics(text: str) -> str:
     return unicodedata.normalize("NFC", decomposed)
 
 
+class _HexDigits(dict):
+    """Code point -> its 4- or 5-digit hex and a space, for ``str.translate``: a CJK
+    run's code points in one C-level pass, not an f-string per character and pair."""
+
+    def __missing__(self, code_point: int) -> str:
+        digits = self[code_point] = f"{code_point:04x} "
+        return digits
+
+
+_HEX_DIGITS = _HexDigits()
+
+
 def _cjk_tokens(run: str) -> list[str]:
-    tokens = [f"u_{ord(c):04x}" for c in run]
-    tokens += [f"b_{ord(a):04x}_{ord(b):04x}" for a, b in zip(run, run[1:])]
-    return tokens
+    digits = run.translate(_HEX_DIGITS).split()
+    return [*map("u_".__add__, digits), *map("b_{}_{}".format, digits, digits[1:])]
 
 
 # ASCII text needs none of the Unicode steps: NFC, diacritic folding and case folding
@@ -156,8 +167,11 @@ _ASCII_WORD = re.compile(r"[a-z0-9_]+")
 
 def tokens(text: str) -> list[str]:
     """Every analyzer token of ``text`` in order of appearance (duplicates kept)."""
-    if text.isascii():  # a word without "_" is its own one token: no call for it
-        return [token for word in _ASCII_WORD.findall(text.lower())
+    if text.isascii():
+        words = _ASCII_WORD.findall(text.lower())
+        if "_" not in text:  # most texts: every word is its own one token
+            return [word for word in words if word not in STOPWORDS and len(word) <= MAX_TOKEN_CHARS]
+        return [token for word in words
                 for token in ((word,) if "_" not in word else _split_word(word))
                 if token not in STOPWORDS and len(token) <= MAX_TOKEN_CHARS]
     return _unicode_tokens(text)
@@ -166,17 +180,23 @@ def tokens(text: str) -> list[str]:
 def _unicode_tokens(text: str) -> list[str]:
     text = _fold_latin_diacritics(unicodedata.normalize("NFC", text).casefold())
     out: list[str] = []
+    append = out.append
     for match in _WORD_OR_CJK.finditer(text.translate(_TOKEN_CLASSES)):
         start, end = match.span(1)
         if start >= 0:
             # A combining mark with no base in its word (it followed a separator) is
             # dropped: in stored text it would follow a space, whose Latin-base folding
             # removes it, so keeping it here would make a second analysis differ.
-            for token in _split_word(text[start:end]):
+            word = text[start:end]
+            if "_" not in word:  # nearly every word: no call for it (a 50k load has ~600k)
+                if word not in STOPWORDS and len(word) <= MAX_TOKEN_CHARS:
+                    append(word)
+                continue
+            for token in _split_word(word):
                 if token not in STOPWORDS and len(token) <= MAX_TOKEN_CHARS:
-                    out.append(token)
+                    append(token)
         else:
-            out.extend(_cjk_tokens(text[match.start(2):match.end(2)]))
+            out += _cjk_tokens(text[match.start(2):match.end(2)])
     return out
 
 
@@ -217,12 +237,26 @@ def _english_stemmer() -> Callable[[str], str]:
     return stemmer.stemWord
 
 
-@lru_cache(maxsize=1 << 16)
 def _stemmed(token: str) -> str:
-    """A v1 token as v2 keeps it: Latin words stemmed, anything else as it is. Cached:
-    a load's texts repeat their words, and the test and the stem were a Python call
-    each per token."""
+    """A v1 token as v2 keeps it: Latin words stemmed, anything else as it is."""
     return _english_stemmer()(token) if _is_latin_word(token) else token
+
+
+class _Stems(dict):
+    """Token -> ``_stemmed(token)``, learnt on first sight: a load's texts repeat their
+    words, and a dict lookup by ``map`` costs half an ``lru_cache`` call (~0.25 s of a
+    50k-entry load). Cleared when full, so a long-lived process stays bounded."""
+
+    LIMIT = 1 << 16
+
+    def __missing__(self, token: str) -> str:
+        if len(self) >= self.LIMIT:
+            self.clear()
+        stem = self[token] = _stemmed(token)
+        return stem
+
+
+_STEMS = _Stems()
 
 
 @dataclass(frozen=True)
@@ -246,7 +280,7 @@ class Analyzer:
         out = tokens(text)
         if self.version == "v1":
             return out
-        stems = map(_stemmed, out)
+        stems = map(_STEMS.__getitem__, out)
         # A stem can land on OceanBase's unindexable stop list ("being" → "be"): drop it
         # here too, so both databases still count identical terms.
         return [t for t in stems if t not in STOPWORDS]

@@ -204,6 +204,19 @@ class AnalyzerMismatchError(BackendUnavailableError):
     it as it is or how to migrate it (``svc.rebuild_projections(analyzer=...)``)."""
 
 
+class SchemaTooNewError(BackendUnavailableError):
+    """The database was written by a newer powercontext, in a layout version this
+    library does not know. It is refused before anything is written to it: an older
+    library's writes would not keep the newer layout's structures (an index reading
+    another table, say) in step, and would corrupt them. Upgrade powercontext.
+    ``version`` is the database's layout version, ``newest`` the newest this reads."""
+
+    def __init__(self, message: str, version: str, newest: int) -> None:
+        super().__init__(message)
+        self.version = version
+        self.newest = newest
+
+
 class EmbeddingProfileMismatchError(BackendUnavailableError):
     """The database's vectors were re-embedded with another model
     (``svc.migrate_embedding``) after this handle opened it. Its queries would be

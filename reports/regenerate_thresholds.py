@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 from powercontext.eval import harness
+from powercontext.eval.corpora.datasets import bundled
+from powercontext.eval.errors import EvalError
 from powercontext.eval.scoring.recommend import Objective
 from powercontext.eval.scoring.sweep import Grid
 
@@ -34,12 +36,23 @@ def main(out: str) -> None:
     report = json.loads((HERE / "summary.json").read_text(encoding="utf-8"))
     grid = Grid(**{key: tuple(values) for key, values in report["grid"].items() if key != "points"})
     objective = Objective(**{key: value for key, value in report["objective"].items() if key != "statement"})
-    result = harness.sweep([ROOT / d["path"] for d in report["datasets"]], backends=report["backends"],
+    result = harness.sweep(corpora(report), backends=report["backends"],
                            modes=report["modes"], grid=grid, objective=objective, out=out,
                            analyzer=report.get("analyzer") or "v2", progress=True,
                            reuse=True)  # a run folder of an earlier try: its candidates, no database
     copy_kept(Path(out))
     print(f"{len(KEPT)} files copied from {out}; recommended (joint): {result.recommended('joint')!r}")
+
+
+def corpora(report: dict) -> list[Path]:
+    """The recorded sweep's corpora, by name, from this checkout's bundled folders:
+    summary.json keeps the absolute path the run that wrote it read them from (another
+    clone's), and ``ROOT / <absolute path>`` is that path, not one under ROOT."""
+    paths = [bundled(d["name"]) for d in report["datasets"]]
+    missing = [d["name"] for d, p in zip(report["datasets"], paths) if p is None]
+    if missing:
+        raise EvalError(f"reports/thresholds/summary.json names corpora this checkout does not bundle: {', '.join(missing)}")
+    return paths
 
 
 def copy_kept(out: Path) -> None:

@@ -61,7 +61,7 @@ def plot_reliability(scored: pd.DataFrame, title: str = "", min_cell_n: int = 30
     panel per channel; a cell under ``min_cell_n`` is drawn dashed and marked ⚠."""
     from matplotlib.figure import Figure
 
-    channels = [c for c in ("vector", "fts") if c in set(scored["channel"])]
+    channels = [c for c in ("vector", "fts", "hybrid") if c in set(scored["channel"])]
     fig = Figure(figsize=(5.2 * max(len(channels), 1), 4.6))
     axes = fig.subplots(1, max(len(channels), 1), squeeze=False)[0]
     for ax, channel in zip(axes, channels):

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from powercontext.memory.admission import AdmissionPolicy
+from powercontext.memory.calibration import calibration_for
 
 from . import metrics as M
 from ..running.collect import Collected
@@ -199,7 +200,11 @@ def build_replays(collected: Collected, modes: Sequence[str] | None = None,
             cands = collected.candidates[(collected.candidates["backend"] == backend) & (collected.candidates["mode"] == mode)]
             retr = collected.retrievals[(collected.retrievals["backend"] == backend) & (collected.retrievals["mode"] == mode)]
             retr = retr.set_index("query_id").loc[order].reset_index()
-            out[(backend, mode)] = Replay.build(cands, retr, qrels, mode, min_width=collected.max_limit)
+            # hybrid: the probability depends on the pool (the hybrid cell), so the replay
+            # re-annotates with the artefact the collecting service used (the shipped one)
+            calibration = calibration_for(collected.profile_id) if mode == "hybrid" else None
+            out[(backend, mode)] = Replay.build(cands, retr, qrels, mode, min_width=collected.max_limit,
+                                                calibration=calibration)
             if seconds is not None:
                 seconds[(backend, mode)] = time.perf_counter() - start
     return out

@@ -26,9 +26,10 @@ from powercontext.model import ArtifactRef, ChannelCandidate
 from powercontext.memory.calibration import (
     Calibration, CellMap, ChannelCalibration, InvalidCalibrationError, pair_cell, query_bucket,
 )
+from powercontext.memory.hybrid_calibration import HybridCalibration, logit
 
 
-__all__ = ["TooFewLabelsError", "ece", "fit", "labelled", "predict", "score"]
+__all__ = ["TooFewLabelsError", "ece", "fit", "hybrid_pairs", "labelled", "predict", "score"]
 
 #: Equal-width probability bins of the ECE and the reliability diagram.
 BINS = 10
@@ -111,12 +112,14 @@ def _auc(rows: pd.DataFrame, calibration: ChannelCalibration, min_n: int) -> flo
 
 
 def fit(frame: pd.DataFrame, profile: str, *, min_cell_n: int = 30, vector_signal: str = "auto",
-        corpora: Sequence[str] = ()) -> Calibration:
+        corpora: Sequence[str] = (), hybrid: bool = True) -> Calibration:
     """The artefact fitted on a ``labelled`` frame for ``profile`` (a profile id).
     ``vector_signal``: ``cosine``, ``centred`` or ``auto`` (the one whose per-cell maps
     separate relevant from not better, by AUC). A channel with no candidates stays
     uncalibrated; one with fewer than ``min_cell_n`` labels or no relevant / no
-    irrelevant candidate is refused (TooFewLabelsError, with the count needed)."""
+    irrelevant candidate is refused (TooFewLabelsError, with the count needed). With
+    both channels (and ``hybrid``) the hybrid cell is stacked on the two channels' maps
+    (``_fit_hybrid``), on the same candidates."""
     if vector_signal not in ("auto", "cosine", "centred"):
         raise InvalidCalibrationError(f"vector_signal must be auto, cosine or centred, got {vector_signal!r}")
     out: dict[str, Any] = {}
@@ -138,7 +141,58 @@ def fit(frame: pd.DataFrame, profile: str, *, min_cell_n: int = 30, vector_signa
         out[channel] = max(fitted.values(), key=lambda f: np.nan_to_num(_auc(rows, f, min_cell_n), nan=-1.0))
     if out["fts"] is None and out["vector"] is None:
         raise TooFewLabelsError(f"too few labels to calibrate: no labelled candidate (needs at least {min_cell_n})")
-    return Calibration(profile=profile, min_cell_n=min_cell_n, fitted_on=sorted(set(corpora)), **out)
+    channels = Calibration(profile=profile, min_cell_n=min_cell_n, fitted_on=sorted(set(corpora)), **out)
+    if channels.fts is None or channels.vector is None or not hybrid:
+        return channels
+    pairs = hybrid_pairs(frame, channels)
+    _check_enough(pairs, "hybrid", min_cell_n)
+    return channels.model_copy(update={"hybrid": _fit_hybrid(pairs)})
+
+
+def hybrid_pairs(frame: pd.DataFrame, calibration: Calibration) -> pd.DataFrame:
+    """One row per (query, corpus entry) a hybrid search retrieves — the union of the
+    two channels' pools — with each channel's probability by ``calibration`` (NaN = that
+    channel did not retrieve it) and the label."""
+    scored = predict(frame, calibration)
+    scored = scored[scored["probability"].notna()]
+    keys = ["corpus", "query_id", "corpus_entry"]
+    wide = scored.pivot_table(index=keys, columns="channel", values="probability", aggfunc="first")
+    labels = scored.groupby(keys)["label"].max()
+    out = wide.reindex(columns=["vector", "fts"]).join(labels).reset_index()
+    return out.rename(columns={"vector": "p_vector", "fts": "p_fts"})
+
+
+def _features(pairs: pd.DataFrame, eps: float) -> np.ndarray:
+    pv, pf = pairs["p_vector"].to_numpy(float), pairs["p_fts"].to_numpy(float)
+    both = (~np.isnan(pv) & ~np.isnan(pf)).astype(float)
+    return np.column_stack([[logit(0.0 if np.isnan(v) else v, eps) for v in pv],
+                            [logit(0.0 if np.isnan(v) else v, eps) for v in pf], both])
+
+
+def _fit_hybrid(pairs: pd.DataFrame) -> HybridCalibration:
+    """Platt stacking (scikit-learn's LogisticRegression) of the two channels' logits and
+    the found-by-both flag. A feature whose fitted weight comes out negative (more
+    evidence → lower probability: not monotone) is dropped and the rest refitted, so every
+    stored weight is ≥ 0."""
+    from sklearn.linear_model import LogisticRegression
+
+    eps = HybridCalibration.model_fields["eps"].default
+    X, y = _features(pairs, eps), pairs["label"].to_numpy(np.int64)
+    names, kept = ("vector", "fts", "both"), [0, 1, 2]
+    weights = dict.fromkeys(names, 0.0)
+    intercept = 0.0
+    while kept:
+        model = LogisticRegression(max_iter=1000).fit(X[:, kept], y)
+        coef = model.coef_[0]
+        intercept = float(model.intercept_[0])
+        if (coef >= 0).all():
+            weights.update({names[i]: float(w) for i, w in zip(kept, coef)})
+            break
+        kept = [i for i, w in zip(kept, coef) if w >= 0]
+    else:  # nothing monotone left: the base rate alone
+        rate = min(max(float(y.mean()), eps), 1 - eps)
+        intercept = float(np.log(rate / (1 - rate)))
+    return HybridCalibration(n=int(len(y)), positives=int(y.sum()), eps=eps, intercept=intercept, **weights)
 
 
 _NO_REF = ArtifactRef("mem_art_calibration", 1)
@@ -210,7 +264,17 @@ def score(frame: pd.DataFrame, profile: str, folds: int | str = "corpus", **fit_
         corpora = sorted(train["corpus"].unique())
         calibration = fit(train, profile, corpora=corpora, **fit_options)
         parts.append(predict(frame[test], calibration).assign(fold=label))
+        if calibration.hybrid is not None:
+            parts.append(_hybrid_scored(frame[test], calibration).assign(fold=label))
     return pd.concat(parts, ignore_index=True)
+
+
+def _hybrid_scored(frame: pd.DataFrame, calibration: Calibration) -> pd.DataFrame:
+    """The hybrid cell's predictions as rows of channel ``hybrid`` (cell ``stacked``)."""
+    pairs = hybrid_pairs(frame, calibration)
+    nan = lambda v: None if np.isnan(v) else float(v)  # noqa: E731
+    p = [calibration.hybrid(nan(v), nan(f)) for v, f in zip(pairs["p_vector"], pairs["p_fts"])]
+    return pairs.assign(channel="hybrid", cell="stacked", probability=p, calibration_cell="hybrid stacked")
 
 
 def cell_table(scored: pd.DataFrame, min_cell_n: int = 30) -> pd.DataFrame:

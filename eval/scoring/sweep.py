@@ -22,7 +22,10 @@ construction and by test (``tests/eval/test_sweep_equivalence.py`` checks it aga
   candidate without the signal (NaN) is not affected, as ``decide`` skips it.
 * Probability (``min_probability``): a candidate with a calibrated probability is
   admitted iff it reaches the threshold, whatever the raw rules say; one without (NaN)
-  keeps the raw rules' verdict (``calibration.probability_verdict``).
+  keeps the raw rules' verdict (``calibration.probability_verdict``). A hybrid
+  candidate's probability depends on what both pools hold, so a replay given the
+  calibration (``Replay.build(..., calibration=)``) recomputes the probabilities per pool
+  with the library's ``annotate`` (``pooled_probability``).
 * The whole-query gate reads the best signal of the pool a limit retrieves (for
   ``spread``: the population standard deviation of its ``SPREAD_TOP`` best cosines),
   so it is decided per pool.
@@ -51,10 +54,12 @@ import numpy as np
 import pandas as pd
 
 from powercontext.memory.admission import INITIAL_POLICY, AdmissionPolicy, spread
+from powercontext.memory.calibration import Calibration
 from powercontext.model import ArtifactRef, MemoryHit
 
 from . import metrics as M
 from ..running.retrieval import records
+from .pooled_probability import pool_probabilities
 from .grid import (  # noqa: F401 - re-exported: the grid is part of the sweep's API
     MODE_CHANNELS, MODES, NAMED_POLICIES, POINT_COLUMNS, Grid, point_values, policy_label,
 )
@@ -108,10 +113,17 @@ class Replay:
     # [Q, Cf] / [Q, Cv] each candidate's calibrated probability, NaN = none / padding
     PrF: np.ndarray | None = field(default=None, repr=False)
     PrV: np.ndarray | None = field(default=None, repr=False)
+    # with a calibration: the probabilities are recomputed per pool from these rows
+    calibration: Calibration | None = field(default=None, repr=False)
+    _cal_rows: pd.DataFrame | None = field(default=None, repr=False)
+    _by_pool: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, candidates: pd.DataFrame, queries: pd.DataFrame, qrels: Mapping[str, Mapping[str, int]],
-              mode: str, min_width: int = 1) -> "Replay":
+              mode: str, min_width: int = 1, calibration: Calibration | None = None) -> "Replay":
+        """``calibration``: the artefact the search annotates with (the profile's shipped
+        one for a harness run); without it the cached ``probability`` column is read as
+        is, which is exact only where the pool does not change it (fts, vector)."""
         query_ids = list(queries["query_id"])
         if len(set(query_ids)) != len(query_ids):
             raise ValueError("query ids must be unique within a replay")
@@ -170,7 +182,16 @@ class Replay:
             SV[vec["qi"].to_numpy(), vec["pos"].to_numpy()] = pd.to_numeric(vec["support"], errors="coerce").to_numpy(np.float64)
         PrF, PrV = _channel_values(fts, Q, cf, "probability"), _channel_values(vec, Q, cv, "probability")
         return cls(mode, query_ids, F, V, n_terms, Z, U, X, kf, kv, gain, n_rel, ideal, slots, PF=PF, SF=SF, SV=SV,
-                   PrF=PrF, PrV=PrV)
+                   PrF=PrF, PrV=PrV, calibration=calibration, _cal_rows=None if calibration is None else c)
+
+    def _probabilities(self, pool: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """(PrF, PrV) a search with ``pool`` reads."""
+        if self.calibration is None:
+            return self.PrF, self.PrV
+        if pool not in self._by_pool:
+            self._by_pool[pool] = pool_probabilities(self._cal_rows, len(self.query_ids), (self.F.shape[1], self.V.shape[1]),
+                                                     MODE_CHANNELS[self.mode], pool, self.calibration)
+        return self._by_pool[pool]
 
     def _members(self, channel: str, pool: int) -> np.ndarray:
         """[Q, C]: the cached candidates a search with ``pool`` retrieves — full-text by
@@ -190,7 +211,7 @@ class Replay:
 
     # ------------------------------------------------------------------ rows
 
-    def _fts_masks(self, policies: Sequence[AdmissionPolicy], cache: dict) -> np.ndarray:
+    def _fts_masks(self, policies: Sequence[AdmissionPolicy], cache: dict, pool: int) -> np.ndarray:
         """Per policy, the index (into ``cache["fts"]``) of its FTS admission mask
         [Q, Cf]: one mask per distinct FTS rule."""
         hybrid = self.mode == "hybrid"
@@ -200,7 +221,7 @@ class Replay:
         out = np.empty(len(policies), dtype=np.int64)
         for p, policy in enumerate(policies):
             key = (policy.fts_floors(hybrid), policy.short_query_terms, policy.cross_script_min_terms,
-                   policy.fts_min_support, policy.min_probability)
+                   policy.fts_min_support, policy.min_probability, self._pool_key(policy, pool))
             if key not in index:
                 # required terms via the library's own rule, once per distinct N
                 by_n = {int(n): (policy.required_terms(int(n), hybrid) if n > 0 else nmax + 1) for n in distinct_n}
@@ -212,23 +233,31 @@ class Replay:
                 if policy.fts_min_support is not None and self.SF is not None:
                     with np.errstate(invalid="ignore"):
                         mask &= ~(self.SF < policy.fts_min_support)  # NaN: no signal, no rule
-                mask = _by_probability(mask, self.PrF, policy.min_probability)
+                if policy.min_probability is not None:
+                    mask = _by_probability(mask, self._probabilities(pool)[0], policy.min_probability)
                 index[key] = len(masks)
                 masks.append(mask)
             out[p] = index[key]
         return out
 
-    def _vector_masks(self, policies: Sequence[AdmissionPolicy], cache: dict) -> np.ndarray:
+    def _pool_key(self, policy: AdmissionPolicy, pool: int) -> int | None:
+        """The pool, where a probability mask depends on it (recomputed per pool)."""
+        return pool if self.calibration is not None and policy.min_probability is not None else None
+
+    def _vector_masks(self, policies: Sequence[AdmissionPolicy], cache: dict, pool: int) -> np.ndarray:
         """Per policy, the index (into ``cache["vector"]``) of its vector admission
         mask [Q, Cv], decided as ``admission._decide_vector`` decides."""
         masks, index = cache.setdefault("vector", ([], {}))
         out = np.empty(len(policies), dtype=np.int64)
         for p, policy in enumerate(policies):
             key = (policy.vector_min_cosine, policy.vector_min_centred, policy.vector_uncovered,
-                   policy.vector_min_support, policy.min_probability)
+                   policy.vector_min_support, policy.min_probability, self._pool_key(policy, pool))
             if key not in index:
                 index[key] = len(masks)
-                masks.append(_by_probability(self._vector_mask(policy), self.PrV, policy.min_probability))
+                mask = self._vector_mask(policy)
+                if policy.min_probability is not None:
+                    mask = _by_probability(mask, self._probabilities(pool)[1], policy.min_probability)
+                masks.append(mask)
             out[p] = index[key]
         return out
 
@@ -310,8 +339,8 @@ class Replay:
         cache = {} if cache is None else cache
         P, Q = len(policies), len(self.query_ids)
         channels = MODE_CHANNELS[self.mode]
-        fi = self._fts_masks(policies, cache) if "fts" in channels else np.zeros(P, dtype=np.int64)
-        vi = self._vector_masks(policies, cache) if "vector" in channels else np.zeros(P, dtype=np.int64)
+        fi = self._fts_masks(policies, cache, pool) if "fts" in channels else np.zeros(P, dtype=np.int64)
+        vi = self._vector_masks(policies, cache, pool) if "vector" in channels else np.zeros(P, dtype=np.int64)
         fmasks = np.stack(cache["fts"][0]) if "fts" in channels else np.zeros((1, Q, self.F.shape[1]), bool)
         vmasks = np.stack(cache["vector"][0]) if "vector" in channels else np.zeros((1, Q, self.V.shape[1]), bool)
         # per (mask, query): an id of the admitted set, equal ids = equal sets

@@ -10,7 +10,7 @@ import json
 from typing import Iterator
 
 from .. import analyzer, canonical
-from ..errors import AnalyzerMismatchError, InvalidCitationError, InvalidMemoryRequestError, shown
+from ..errors import AnalyzerMismatchError, InvalidCitationError, InvalidMemoryRequestError, SchemaTooNewError, shown
 from ..model import (
     KNOWN_KINDS,
     ArtifactRef,
@@ -189,19 +189,39 @@ def cosine_from_l2(distance: float) -> float:
 
 
 
-SCHEMA_VERSION = "1"
+#: The powercontext_schema key of a database's layout version. Each backend numbers its
+#: own layouts (``LAYOUT_VERSION`` in its module): a layout change that an older
+#: library's writes would break bumps it, and an open refuses a number above its own.
+SCHEMA_VERSION_KEY = "schema_version"
 
 
-def schema_records(stored: dict[str, str], where: str, requested: str | None = None) -> tuple[list[tuple[str, str]], str]:
+def check_schema_version(recorded: str | None, where: str, newest: int) -> None:
+    """Refuse (SchemaTooNewError) a database whose recorded layout version is newer than
+    ``newest``, or is not a version number at all (no release wrote that). A database
+    without the record predates it: version 1."""
+    if recorded is None:
+        return
+    known = recorded.isascii() and recorded.isdigit()
+    if known and int(recorded) <= newest:
+        return
+    raise SchemaTooNewError(
+        f"{where} has schema version {shown(recorded)}, newer than this library reads (up to {newest}): "
+        "it was written by a newer powercontext — upgrade powercontext to open it",
+        recorded, newest,
+    )
+
+
+def schema_records(stored: dict[str, str], where: str, requested: str | None = None,
+                   layout_version: int = 1) -> tuple[list[tuple[str, str]], str]:
     """The powercontext_schema rows a new database needs (none for an existing one),
-    and the analyzer version the database uses.
+    and the analyzer version the database uses. ``layout_version``: the backend's.
 
     A new database records ``requested`` (default ``analyzer.ANALYZER_VERSION``). An
     existing one keeps the analyzer that built its ``searchable_text``; asking for
     another is refused: its stored tokens would not match the query terms."""
     if not stored:
         version = analyzer.get(requested).version  # validates the name
-        return [("schema_version", SCHEMA_VERSION), ("analyzer", version), ("vector_sums", "1")], version
+        return [(SCHEMA_VERSION_KEY, str(layout_version)), ("analyzer", version), ("vector_sums", "1")], version
     recorded = stored.get("analyzer")
     check_analyzer(recorded, where, requested)
     return [], recorded

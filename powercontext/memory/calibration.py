@@ -14,7 +14,11 @@ cell's candidates alone —
 * vector: the cosine (or the centred cosine, the artefact says which) per language
   pair, ``<query script>><entry script>`` in the analyzer's script classes
   (``latin>cjk``: an English question, a Chinese entry);
-* fts: the coverage (matched / query terms) per query-length bucket (``QUERY_BUCKETS``).
+* fts: the coverage (matched / query terms) per query-length bucket (``QUERY_BUCKETS``);
+* hybrid (format v2): the two channels' probabilities and whether both found the
+  candidate, stacked into one (``hybrid_calibration``). A v1 artefact has no hybrid
+  cell: a hybrid candidate then gets the larger of its channels' probabilities (the
+  stated fallback, ``HYBRID_FALLBACK`` in explain).
 
 A map is a list of (x, p) points from isotonic regression, applied by monotone linear
 interpolation (clamped at the ends), so applying it needs no scikit-learn. A cell
@@ -37,20 +41,26 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from ..analyzer import SCRIPTS
 from ..bundled import bundled_profile
 from ..errors import InvalidMemoryRequestError
 from ..model import AdmissionDecision, ChannelCandidate, EmbeddingProfile
+from .hybrid_calibration import HybridCalibration
 
 __all__ = [
-    "CALIBRATION_FORMAT", "Calibration", "CellMap", "ChannelCalibration", "InvalidCalibrationError", "NO_CALIBRATION",
+    "CALIBRATION_FORMAT", "Calibration", "CellMap", "ChannelCalibration", "HYBRID_FALLBACK", "HybridCalibration",
+    "InvalidCalibrationError", "NO_CALIBRATION",
     "QUERY_BUCKETS", "annotate", "calibration_for", "pair_cell", "probability_decision", "probability_verdict",
     "query_bucket",
 ]
 
-CALIBRATION_FORMAT = "powercontext.calibration.v1"
+#: v2 added the hybrid cell; v1 artefacts still load (their hybrid candidates: HYBRID_FALLBACK).
+CALIBRATION_FORMAT = "powercontext.calibration.v2"
+FORMATS = ("powercontext.calibration.v1", CALIBRATION_FORMAT)
+#: The cell explain names for a hybrid candidate of an artefact with no hybrid cell.
+HYBRID_FALLBACK = "no hybrid cell in this artefact → per-channel max"
 #: Query-length buckets of the full-text maps, by distinct analyzer terms: (name, lowest N).
 #: 1–2 terms is the short query the FTS floors admit on one match; coverage means more
 #: the longer the query.
@@ -146,13 +156,21 @@ class Calibration(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    format: Literal["powercontext.calibration.v1"] = CALIBRATION_FORMAT
+    format: Literal["powercontext.calibration.v1", "powercontext.calibration.v2"] = CALIBRATION_FORMAT
     profile: str = Field(min_length=1, max_length=128)
     method: Literal["isotonic"] = "isotonic"
     min_cell_n: int = Field(default=30, ge=1, description="a cell with fewer labelled candidates uses the pooled map")
     fitted_on: list[str] = Field(default_factory=list, description="the labelled corpora it was fitted on")
     vector: ChannelCalibration | None = None
     fts: ChannelCalibration | None = None
+    hybrid: HybridCalibration | None = None
+
+    @field_validator("hybrid")
+    @classmethod
+    def _hybrid_needs_v2(cls, value: HybridCalibration | None, info: ValidationInfo) -> HybridCalibration | None:
+        if value is not None and info.data.get("format") == FORMATS[0]:
+            raise ValueError(f"a {FORMATS[0]} artefact has no hybrid cell: the hybrid section needs {CALIBRATION_FORMAT}")
+        return value
 
     @field_validator("vector")
     @classmethod
@@ -274,7 +292,47 @@ def annotate(channels: Mapping[str, Sequence[ChannelCandidate]],
         # a search of a profile with no calibration pays nothing (the common case)
         return {name: tuple(c if c.probability is None and c.calibration_cell is None else _with(c, None, None)
                             for c in cands) for name, cands in channels.items()}
+    if "fts" in channels and "vector" in channels:
+        return _hybrid(channels, calibration)
     return {name: tuple(_with(c, *calibration.probability(c)) for c in cands) for name, cands in channels.items()}
+
+
+def _hybrid(channels: Mapping[str, Sequence[ChannelCandidate]],
+            calibration: Calibration) -> dict[str, tuple[ChannelCandidate, ...]]:
+    """A hybrid retrieval: every candidate of an entry gets ONE probability from what both
+    channels say of it (the hybrid cell, or the per-channel max of a v1 artefact), so an
+    entry is admitted in both channels or in neither. It depends on which entries the two
+    pools share, so the harness re-annotates a cached pool cut to a smaller one."""
+    # per candidate its own channel's (probability, cell); each candidate is rebuilt once,
+    # with the joint value (search pays this per candidate: the 0.2 ms budget of issue 46)
+    own = {name: [calibration.probability(c) for c in cands] for name, cands in channels.items()}
+    keys = {name: [(c.memory_ref.artifact_id, c.entry_id, c.entry_version_id) for c in cands]
+            for name, cands in channels.items()}
+    found: dict[tuple[str, str, str], list] = {}  # entry → [p_vector, cell, p_fts, cell]
+    for name, slot in (("vector", 0), ("fts", 2)):
+        for key, (p, cell) in zip(keys[name], own[name]):
+            if p is None:
+                continue
+            seen = found.get(key)
+            if seen is None:
+                seen = found[key] = [None, None, None, None]
+            if seen[slot] is None:  # a repeated row: its first occurrence speaks
+                seen[slot], seen[slot + 1] = p, cell
+    stacked = calibration.hybrid
+    words: dict[tuple[str | None, str | None], str] = {}
+    joint: dict[tuple[str, str, str], tuple[float, str]] = {}
+    for key, (pv, cv, pf, cf) in found.items():
+        template = words.get((cv, cf))
+        if template is None:  # a handful of cell pairs per search: the wording built once each
+            how = "hybrid stacked" if stacked is not None else f"hybrid {HYBRID_FALLBACK}"
+            v = "vector not retrieved" if cv is None else "{0:.3f} by " + cv.replace("{", "{{").replace("}", "}}")
+            f = "fts not retrieved" if cf is None else "{1:.3f} by " + cf.replace("{", "{{").replace("}", "}}")
+            template = words[(cv, cf)] = f"{how} ({v} · {f})"
+        p = stacked(pv, pf) if stacked is not None else max(x for x in (pv, pf) if x is not None)
+        joint[key] = (p, template.format(pv, pf))
+    return {name: tuple(_with(c, *joint[key]) if p is not None else _with(c, None, None)
+                        for c, key, (p, _) in zip(cands, keys[name], own[name]))
+            for name, cands in channels.items()}
 
 
 # ---------------------------------------------------------------------- admission

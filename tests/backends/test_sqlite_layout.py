@@ -75,12 +75,15 @@ async def test_a_file_of_the_first_layout_is_migrated_when_opened(tmp_path):
     con.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) "
                 "SELECT projection_id, searchable_text FROM memory_entry_heads")
     con.execute("DELETE FROM powercontext_schema WHERE key = 'fts_content'")
+    con.execute("UPDATE powercontext_schema SET value = '1' WHERE key = 'schema_version'")  # as it recorded
     assert con.execute("SELECT COUNT(*) FROM memory_entry_search_fts_content").fetchone()[0] == 3
     con.close()
     async with await pc.open(path) as reopened:
         (ddl,) = (await sql(reopened, "SELECT sql FROM sqlite_schema WHERE name = 'memory_entry_search_fts'"))[0]
         assert "content='memory_entry_heads'" in ddl
         assert await sql(reopened, "SELECT value FROM powercontext_schema WHERE key = 'fts_content'") == [("external",)]
+        # version 2 from now on: a library that reads only 1 refuses the file (test_schema_version.py)
+        assert await sql(reopened, "SELECT value FROM powercontext_schema WHERE key = 'schema_version'") == [("2",)]
         assert await _index_exact(reopened) and (await reopened.verify(head)).ok
         assert await _ids(reopened, "kept week", head) == [cache.entry_id]
         assert await _ids(reopened, "u_90e8", head) != []  # the CJK entry, by its analyzer token
@@ -90,6 +93,20 @@ async def test_a_file_of_the_first_layout_is_migrated_when_opened(tmp_path):
         assert await _index_exact(reopened) and (await reopened.verify(later)).ok
     async with await pc.open(path) as again:  # migrated once: opening again changes nothing
         assert await _ids(again, "ruff", later) == [lint.entry_id]
+
+
+async def test_a_file_converted_by_the_release_before_the_version_check_gets_version_2(tmp_path):
+    """That release converted the index and wrote ``fts_content`` but left version 1."""
+    path = str(tmp_path / "memory.db")
+    async with await pc.open(path) as svc:
+        head, cache, deploys, lint = await _history(svc)
+    con = apsw.Connection(path)
+    con.execute("UPDATE powercontext_schema SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    async with await pc.open(path) as reopened:
+        assert await sql(reopened, "SELECT value FROM powercontext_schema WHERE key = 'schema_version'") == [("2",)]
+        assert await _index_exact(reopened) and (await reopened.verify(head)).ok
+        assert await _ids(reopened, "kept week", head) == [cache.entry_id]
 
 
 @pytest.mark.parametrize("table", ["memory_entry_search_fts_docsize"])

@@ -8,13 +8,17 @@ entries, three in Chinese) on the real multilingual-e5-small."""
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
 
 import pytest
 
 import powercontext as pc
 from powercontext.bundled import E5_PROFILE, MINILM_PROFILE
 from powercontext.memory.admission import AdmissionPolicy
-from powercontext.memory.calibration import NO_CALIBRATION, InvalidCalibrationError, calibration_for
+from powercontext.memory.calibration import (
+    HYBRID_FALLBACK, NO_CALIBRATION, Calibration, InvalidCalibrationError, calibration_for,
+)
 
 E = pc.MemoryEntryInput
 NEWCOMER = [
@@ -47,8 +51,9 @@ async def test_explain_shows_each_candidates_probability_and_cell_and_admits_by_
             assert c.probability is not None and 0.0 <= c.probability <= 1.0
             assert d.reason.startswith(f"probability {c.probability:.3f} ")
             assert c.calibration_cell in d.reason and d.admitted == (c.probability >= 0.5)
-            if c.channel == "vector":
-                pairs.add(c.calibration_cell.split()[2])
+            # hybrid: one stacked probability per entry, from both channels' cells (issue 46 item 1)
+            assert c.calibration_cell.startswith("hybrid stacked (")
+            pairs.update(re.findall(r"vector (?:cosine|centred) (\w+>\w+)", c.calibration_cell))
         admitted = {d.candidate.entry_id for d in result.decisions if d.admitted}
         assert {h.entry_id for h in result.hits} == admitted
     # the cross-lingual pairs of this memory are read from their own cells
@@ -86,3 +91,28 @@ async def test_another_profiles_calibration_is_refused_naming_both(open_service,
     result = await svc.search(QUESTIONS[1], rev, mode="vector", policy=AdmissionPolicy(min_probability=0.5),
                               explain=True)
     assert all(d.reason.startswith(NO_CALIBRATION) for d in result.decisions)
+
+
+async def test_a_v1_artefact_still_loads_and_explain_names_its_hybrid_fallback(open_service, e5, tmp_path):
+    """An artefact written before the hybrid cell (format v1) loads from its file; a
+    hybrid candidate then takes the larger of its channels' probabilities, one per
+    entry, and explain says which rule gave it."""
+    data = calibration_for(E5_PROFILE).to_dict()
+    data.pop("hybrid")
+    data["format"] = "powercontext.calibration.v1"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    svc = await open_service(embedding=e5)
+    svc.calibration = Calibration.load(path)
+    rev = await svc.remember(None, entries=tuple(E("fact", t) for t in NEWCOMER))
+    policy = dataclasses.replace(AdmissionPolicy.default_for("e5"), min_probability=0.05)
+    result = await svc.search(QUESTIONS[1], rev, mode="hybrid", policy=policy, explain=True)
+    by_entry: dict[str, set] = {}
+    for d in result.decisions:
+        c = d.candidate
+        assert HYBRID_FALLBACK in c.calibration_cell and HYBRID_FALLBACK in d.reason
+        own = re.findall(r"(\d\.\d{3}) by (?:vector|fts) ", c.calibration_cell)
+        assert own and f"{c.probability:.3f}" == max(own)  # the per-channel max
+        by_entry.setdefault(c.entry_id, set()).add(c.probability)
+    assert all(len(ps) == 1 for ps in by_entry.values())  # one probability per entry, both channels
+    assert {h.entry_id for h in result.hits} == {d.candidate.entry_id for d in result.decisions if d.admitted}

@@ -85,12 +85,14 @@ async def test_every_logged_candidate_carries_its_calibrated_probability_and_cel
             assert hit.calibration_cell == {ch: cell for ch, (_, cell) in want.items()}
             channels_seen |= set(hit.probability)
         for r in record.rejected:
-            assert 0.0 <= r.probability <= 1.0 and r.calibration_cell.startswith(r.channel)
-            cells.add(r.calibration_cell.split(" (")[0])
+            # hybrid: the stacked cell names both channels' own cells (issue 46 item 1)
+            assert 0.0 <= r.probability <= 1.0 and r.calibration_cell.startswith("hybrid stacked (")
+            assert r.channel in r.calibration_cell
+            cells.add(r.calibration_cell)
         channels_seen |= {r.channel for r in record.rejected}
     assert channels_seen == {"fts", "vector"}
     # the language pair is there: the Chinese question's vector candidates are cjk>latin
-    assert any(cell.startswith("vector") and "cjk>latin" in cell for cell in cells)
+    assert any("by vector centred cjk>latin" in cell for cell in cells)
 
 
 def test_a_record_written_before_the_probability_fields_still_loads():

@@ -49,3 +49,37 @@ def test_the_readme_links_only_reports_that_exist():
     assert linked
     for link in linked:
         assert (ROOT / link.rstrip(".")).exists(), f"the README links {link}, which is not in the checkout"
+
+
+def test_the_thresholds_regeneration_reads_this_checkouts_corpora():
+    """summary.json records where the sweep that wrote it read its corpora — an absolute
+    path in another clone (``/work/h4/datasets/atlas-etl``). Regenerating must sweep the
+    corpora that ship with this checkout, never that folder (which may hold other texts,
+    or be gone)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("regenerate_thresholds", ROOT / "reports" / "regenerate_thresholds.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    report = json.loads((ROOT / "reports" / "thresholds" / "summary.json").read_text(encoding="utf-8"))
+    paths = script.corpora(report)
+    assert [p.name for p in paths] == [d["name"] for d in report["datasets"]]
+    for path in paths:
+        assert path.parent == ROOT / "datasets" and (path / "memories.jsonl").is_file(), path
+
+
+#: What the shipped verbs write per profile into reports/calibration/<profile>/:
+#: ``calibrate`` (eval/presenting/calibration_report.py) and ``probability-study``
+#: (eval/presenting/probability_study_report.py).
+CALIBRATION_REPORT_FILES = {"calibration.md", "cells.csv", "reliability.png", "probability_study.md",
+                            "probability_study.csv"}
+
+
+def test_the_calibration_reports_hold_only_what_the_shipped_verbs_write():
+    """The first study's loo_three_originals tables came from a script that never shipped
+    and read each hybrid candidate by its own channel's probability: once the hybrid cell
+    refit changed those rows, nothing that ships could regenerate them (issue 45)."""
+    folders = [p for p in (ROOT / "reports" / "calibration").iterdir() if p.is_dir()]
+    assert {p.name for p in folders} == {"minilm", "e5"}
+    for folder in folders:
+        assert {p.name for p in folder.iterdir()} == CALIBRATION_REPORT_FILES, folder

@@ -97,7 +97,10 @@ async def test_sweep_points_equal_online_search(open_service, backend_name, tmp_
     truncated = admitted = rejected = 0
     for mode in MODES:
         retr = retrievals[retrievals["mode"] == mode]
-        replay = Replay.build(candidates[candidates["mode"] == mode], retr, qrels, mode, min_width=MAX_LIMIT)
+        # hybrid: a candidate's probability depends on what both pools hold (the hybrid
+        # cell), so the replay re-annotates per pool with the service's artefact, as the harness does
+        replay = Replay.build(candidates[candidates["mode"] == mode], retr, qrels, mode, min_width=MAX_LIMIT,
+                              calibration=svc.calibration if mode == "hybrid" else None)
         truncated += int((retr[["n_fts", "n_vector"]].max(axis=1) > 32).sum())
         for policy, limit in points():
             offline = replay.hits(policy, limit)

@@ -52,7 +52,9 @@ def test_explain_and_the_inspector_show_the_probability_and_its_language_pair(sh
     _same(_rows(frame), expected)
     vector_cells = {cell for channel, cell in zip(frame.channel, frame.cell) if channel == "vector"}
     assert any("latin>cjk" in c for c in vector_cells) and any("latin>latin" in c for c in vector_cells)
-    assert all(c.startswith("fts coverage") for ch, c in zip(frame.channel, frame.cell) if ch == "fts")
+    # hybrid: one stacked probability per entry, its cell naming both channels' own
+    assert all(c.startswith("hybrid stacked (") and ("fts coverage" in c or "fts not retrieved" in c)
+               for c in frame.cell)
 
     w = run(shell, f'%pcmem inspect admission "{QUERY}" --mode hybrid')
     assert isinstance(w, AdmissionInspector) and w.result.mode == "hybrid"

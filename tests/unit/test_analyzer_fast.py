@@ -97,3 +97,15 @@ def test_a_long_non_ascii_text_is_analyzed_without_a_call_per_character():
     v2 = analyzer.get("v2")
     v2.tokens(text)
     assert python_calls(v2.tokens, text) < 4_000
+
+
+def test_a_non_ascii_text_makes_a_python_call_per_cjk_run_or_identifier_not_per_word():
+    """A 50k-entry load analyzes ~600k words: a call for each (``_split_word``, the CJK
+    token comprehensions) was a third of the analyzer's time (issue 48 item 2)."""
+    text = "Le café naïve 端口8080由Vite使用, ob_hnsw_ef → done. " * 200
+    analyzer.tokens(text)
+    # per repetition: 3 CJK runs, 1 identifier with "_" (and its split): ~5 calls, not ~17
+    assert python_calls(analyzer.tokens, text) < 1_400
+    v2 = analyzer.get("v2")
+    v2.tokens(text)
+    assert python_calls(v2.tokens, text) < 1_400

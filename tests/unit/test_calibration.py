@@ -11,7 +11,7 @@ from powercontext.errors import InvalidMemoryRequestError, PowerContextError
 from powercontext.memory import admission
 from powercontext.memory.admission import AdmissionPolicy
 from powercontext.memory.calibration import (
-    NO_CALIBRATION, Calibration, InvalidCalibrationError, annotate, calibration_for, query_bucket,
+    HYBRID_FALLBACK, NO_CALIBRATION, Calibration, InvalidCalibrationError, annotate, calibration_for, query_bucket,
 )
 from powercontext.model import ArtifactRef, ChannelCandidate
 
@@ -154,7 +154,82 @@ def test_the_package_ships_one_artefact_per_bundled_profile_tied_to_it(tmp_path)
         cal = calibration_for(name)
         assert cal is not None and cal.profile == profile.profile_id and calibration_for(profile) == cal
         assert cal.vector is not None and cal.fts is not None
+        assert cal.format == "powercontext.calibration.v2" and cal.hybrid is not None  # the hybrid cell, refitted
+        assert min(cal.hybrid.vector, cal.hybrid.fts, cal.hybrid.both) >= 0 and cal.hybrid.n > 10_000
         assert len(cal.fitted_on) == 4  # the bundled corpora
         assert Calibration.load(cal.save(tmp_path / f"{name}.json")) == cal
     assert calibration_for(None) is None
     assert calibration_for("some-other-model") is None
+
+
+# ---------------------------------------------------------------------- the hybrid cell (v2)
+
+HYBRID = {"n": 900, "positives": 60, "intercept": -1.0, "vector": 0.8, "fts": 0.5, "both": 0.7}
+
+
+def hybrid_channels():
+    """An entry both channels found, one only the vector channel found, one only full text."""
+    return {"fts": (fts("both", 3, 5), fts("text_only", 4, 5)),
+            "vector": (vec("both", 0.80, script="cjk", query_script="latin"),
+                       vec("vector_only", 0.82, script="cjk", query_script="latin"))}
+
+
+def test_a_hybrid_candidate_gets_one_stacked_probability_from_both_channels():
+    cal = Calibration.from_dict(artefact(format="powercontext.calibration.v2", hybrid=HYBRID))
+    channels = annotate(hybrid_channels(), cal)
+    by = {(c.channel, c.entry_id): c for cands in channels.values() for c in cands}
+    # the same entry has the same probability in both channels: admitted in both or neither
+    assert by["fts", "both"].probability == by["vector", "both"].probability
+    pv, pf = cal.probability(vec("x", 0.80, script="cjk", query_script="latin"))[0], cal.probability(fts("x", 3, 5))[0]
+    assert by["vector", "both"].probability == pytest.approx(cal.hybrid(pv, pf))
+    assert by["vector", "vector_only"].probability == pytest.approx(cal.hybrid(cal.probability(
+        vec("x", 0.82, script="cjk", query_script="latin"))[0], None))
+    cell = by["vector", "both"].calibration_cell
+    assert cell.startswith("hybrid stacked (") and "latin>cjk" in cell and "fts coverage 3-5" in cell
+    assert "fts not retrieved" in by["vector", "vector_only"].calibration_cell
+    policy = AdmissionPolicy(min_probability=by["fts", "both"].probability)
+    admitted = admission.admit(channels, policy)
+    assert [c.entry_id for c in admitted["fts"]] == ["both"] and "both" in [c.entry_id for c in admitted["vector"]]
+    reasons = {d.candidate.entry_id: d.reason for d in admission.explain(channels, policy)}
+    assert "hybrid stacked" in reasons["both"] and "min_probability" in reasons["both"]
+    # a copy with another weight reads that weight (the fast path caches plain floats)
+    flat = cal.hybrid.model_copy(update={"vector": 0.0})
+    assert flat(0.9, 0.5) == flat(0.1, 0.5) < cal.hybrid(0.9, 0.5)
+    # one channel alone (fts or vector mode): its own map, no stacking
+    alone = annotate({"vector": hybrid_channels()["vector"]}, cal)["vector"][0]
+    assert alone.probability == pytest.approx(pv) and alone.calibration_cell.startswith("vector ")
+
+
+def test_a_v1_artefact_still_loads_and_its_hybrid_candidates_take_the_per_channel_max_said_in_explain():
+    cal = Calibration.from_dict(artefact())  # format v1: no hybrid section
+    assert cal.format == "powercontext.calibration.v1" and cal.hybrid is None
+    channels = annotate(hybrid_channels(), cal)
+    by = {(c.channel, c.entry_id): c for cands in channels.values() for c in cands}
+    pv = cal.probability(vec("x", 0.80, script="cjk", query_script="latin"))[0]
+    pf = cal.probability(fts("x", 3, 5))[0]
+    assert by["fts", "both"].probability == by["vector", "both"].probability == pytest.approx(max(pv, pf))
+    assert HYBRID_FALLBACK in by["fts", "both"].calibration_cell
+    decisions = admission.explain(channels, AdmissionPolicy(min_probability=0.05))
+    assert all(HYBRID_FALLBACK in d.reason for d in decisions)
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda d: d["hybrid"].update(vector=-0.2), "hybrid.vector"),
+    (lambda d: d["hybrid"].update(both=float("nan")), "hybrid"),
+    (lambda d: d["hybrid"].update(intercept="high"), "hybrid.intercept"),
+    (lambda d: d["hybrid"].pop("fts"), "hybrid.fts"),
+    (lambda d: d["hybrid"].update(extra=1), "hybrid.extra"),
+    (lambda d: d["hybrid"].update(positives=10_000), "hybrid"),
+    (lambda d: d["hybrid"].update(method="mean"), "hybrid.method"),
+    (lambda d: d.update(format="powercontext.calibration.v1"), "hybrid"),  # a v1 artefact cannot carry one
+])
+def test_a_corrupt_hybrid_section_is_refused_with_the_field_named(tmp_path, edit, field):
+    data = artefact(format="powercontext.calibration.v2", hybrid=dict(HYBRID))
+    edit(data)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(InvalidCalibrationError) as info:
+        Calibration.load(path)
+    message = str(info.value)
+    assert f"field {field}" in message and "\n" not in message, message
+    assert isinstance(info.value, PowerContextError)

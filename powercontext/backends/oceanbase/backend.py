@@ -61,10 +61,14 @@ from .limits import PacketLimit
 from .maintenance import ServerUpkeep
 from .search import HeadSearch, stored_vector_values
 from ..portable import PortableSQL
-from ..rules import lineage_hash, schema_records
+from ..rules import SCHEMA_VERSION_KEY, check_schema_version, lineage_hash, schema_records
 from ..seekdb.store import stalled_message
 
 MIN_VERSION = (4, 3, 5, 3)
+# This database layout's version (powercontext_schema.schema_version). A layout change
+# an older library's writes would break bumps it; an open refuses a number above it
+# before it creates or writes anything.
+LAYOUT_VERSION = 1
 LOCK_TIMEOUT_US = 10_000_000
 QUERY_TIMEOUT_US = 60_000_000  # default ob_query_timeout of this adapter's sessions
 QUERY_TIMEOUT_ENV = "POWERCONTEXT_OB_QUERY_TIMEOUT_S"
@@ -407,6 +411,7 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
             raise BackendUnavailableError(f"the tenant is in {mode} mode; PowerContext needs a MySQL-mode tenant")
         con = self._connection()
         with con.cursor() as cur:  # DDL is auto-committed in MySQL mode
+            self._refuse_newer_layout(cur)
             self.read_only = not self._account_may_write(cur)
             for ddl in self._missing_tables(cur, _CORE_DDL):  # CREATE needs its privilege even if the table exists
                 cur.execute(ddl)
@@ -429,7 +434,8 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
             profile = self.embedding_profile if stored_profile is None else EmbeddingProfile(**json.loads(stored_profile))
             if not heads_exist:
                 cur.execute(self._heads_ddl(profile if stored or profile else None))
-            records, version = schema_records(stored, f"database {self._params['database']!r}", self._requested_analyzer)
+            records, version = schema_records(stored, f"database {self._params['database']!r}",
+                                              self._requested_analyzer, LAYOUT_VERSION)
             for key, value in records:
                 cur.execute("INSERT INTO powercontext_schema (`key`, value) VALUES (%s, %s)", (key, value))
             self.analyzer = analyzer_module.get(version)
@@ -451,6 +457,16 @@ class OceanBaseMemoryBackend(AccountAccess, FirstLoad, HeadRows, HeadSearch, Pac
         self._ensure_vector_index()  # a first load killed between dropping and re-creating it
         if not self.read_only:  # the probe writes a row; a reader's database was probed by its writer
             self._probe_fulltext()
+
+    def _refuse_newer_layout(self, cur: Any) -> None:
+        """SchemaTooNewError for a database a newer library wrote, read without writing."""
+        cur.execute("SHOW TABLES LIKE 'powercontext_schema'")
+        if cur.fetchone() is None:  # a new database
+            return
+        cur.execute("SELECT value FROM powercontext_schema WHERE `key` = %s", (SCHEMA_VERSION_KEY,))
+        row = cur.fetchone()
+        check_schema_version(None if row is None else row[0],
+                             f"OceanBase database {self._params['database']!r}", LAYOUT_VERSION)
 
     @staticmethod
     def _heads_ddl(profile: EmbeddingProfile | None) -> str:

@@ -26,7 +26,7 @@ from .. import centroid, vector_values
 from ..base import DatabaseMemoryBackend
 from ..maintenance import MaintenanceStep
 from ..portable import PortableSQL, marks
-from ..rules import lineage_hash, schema_records
+from ..rules import SCHEMA_VERSION_KEY, check_schema_version, lineage_hash, schema_records
 from ... import analyzer
 from .search import SQLiteSearch, load_vec
 
@@ -50,6 +50,10 @@ FTS_DDL = (
 )
 # The schema record of that layout: a file without it holds the first layout.
 FTS_LAYOUT = ("fts_content", "external")
+# The file layout's version (schema_version): 2 = the external-content index above. A
+# library reading only 1 would not delete FTS rows before head rows and corrupt it, so
+# an open refuses a number above its own before it writes anything.
+LAYOUT_VERSION = 2
 
 _CORE_DDL = f"""
 CREATE TABLE IF NOT EXISTS powercontext_schema (
@@ -219,6 +223,7 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
         self._con = con  # from here on, a failure closes it (__init__)
         con.set_busy_timeout(BUSY_TIMEOUT_MS)
         cur = con.cursor()
+        self._refuse_newer_layout(cur)  # before the first write, the journal-mode pragma included
         if self.path != ":memory:":
             cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA foreign_keys=ON")
@@ -233,7 +238,7 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
             self._backfill_lineage_hashes(tx, lineage_hash)
             self._migrate_inline_revisions(tx)
             stored = dict(tx.execute("SELECT key, value FROM powercontext_schema").fetchall())
-            records, version = schema_records(stored, self.path, self._requested_analyzer)
+            records, version = schema_records(stored, self.path, self._requested_analyzer, LAYOUT_VERSION)
             for key, value in records:
                 tx.execute("INSERT INTO powercontext_schema (key, value) VALUES (?, ?)", (key, value))
             self.analyzer = analyzer.get(version)
@@ -243,12 +248,20 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
                 self._backfill_vector_sums(tx)
         self._probe_fts()
 
+    def _refuse_newer_layout(self, cur: Any) -> None:
+        """SchemaTooNewError for a file a newer library wrote (read without writing)."""
+        if cur.execute("SELECT 1 FROM sqlite_schema WHERE name = 'powercontext_schema'").fetchone() is None:
+            return
+        row = cur.execute("SELECT value FROM powercontext_schema WHERE key = ?", (SCHEMA_VERSION_KEY,)).fetchone()
+        check_schema_version(None if row is None else row[0], f"SQLite database {self.path!r}", LAYOUT_VERSION)
+
     def _migrate_fts_layout(self, tx: Any, stored: dict[str, str]) -> None:
         """A file of the first layout (FTS5 keeping its own copy of the text) gets the
         external-content index, built from the head rows in this transaction: the
         projection is rebuildable from the head rows by design (RFC 000), and a copy
-        that differed from them was wrong anyway (verify reported it). Then the record."""
-        if stored.get(FTS_LAYOUT[0]) == FTS_LAYOUT[1]:
+        that differed from them was wrong anyway (verify reported it). Then the records
+        (a file converted by the release that wrote only ``fts_content`` gets version 2)."""
+        if stored.get(FTS_LAYOUT[0]) == FTS_LAYOUT[1] and stored.get(SCHEMA_VERSION_KEY) == str(LAYOUT_VERSION):
             return
         (sql,) = tx.execute("SELECT sql FROM sqlite_schema WHERE name = 'memory_entry_search_fts'").fetchone()
         if "content=" not in sql:
@@ -256,6 +269,7 @@ class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
             tx.execute(FTS_DDL)
             tx.execute("INSERT INTO memory_entry_search_fts(memory_entry_search_fts) VALUES ('rebuild')")
         self._write_schema_value(tx, *FTS_LAYOUT)
+        self._write_schema_value(tx, SCHEMA_VERSION_KEY, str(LAYOUT_VERSION))
 
     def _load_vec(self) -> None:
         self._vec_loaded = load_vec(self._con)  # optional until a profile needs it
