@@ -77,10 +77,10 @@ def load(run: str | Path):
     DataFrames, ``.info`` from summary.json, and ``load(run).explain(query_id,
     policy="default")``: why a query got the hits it got, read from the folder alone.
     What ``ThresholdTuner`` takes as well as a live SweepResult."""
-    from .scoring.explain import ExplainedRun
+    from .scoring.explain import ExplainedRun, with_signals
     from .runfolder import load as load_tables
 
-    tables = load_tables(run)
+    tables = load_tables(run, complete={"explain": with_signals})
     return ExplainedRun(tables.out, tables.tables, info_path=tables.out / "summary.json")
 
 

@@ -29,6 +29,8 @@ from ..private import private_dir, tighten, write_private_text
 from ..runfolder import SWEEP_ORDER, write_table
 from . import verdict
 
+from ..running.retrieval import CACHE_DIR
+from ..scoring import explain
 from ..scoring.grid import family_of
 from ..scoring.sweep import INITIAL
 from ..scoring.transfer import transfer_table
@@ -95,8 +97,17 @@ def write_run(result: Any, out: str | Path) -> Path:
     """Write every table (Parquet, the small ones also CSV: ``runfolder.write_table``),
     the TREC files, summary.json and report.html into ``out``."""
     out = private_dir(out)
+    # explain.parquet refers to the candidates' signals when this folder's cache/ is the run's
+    cache = getattr(result.collected, "cache", None)
+    shared = (cache is not None and Path(cache).resolve() == (out / CACHE_DIR).resolve()
+              and (Path(cache) / "candidates.parquet").is_file())
     for name, frame, sort in run_tables(result):
-        write_table(frame, out, name, sort=sort, float32=M.METRIC_NAMES)
+        whole = None
+        if name == "explain" and shared:  # the CSV copy, read by people, keeps the signals
+            frame, whole = explain.by_reference(frame), frame
+        # the grid's metrics are means over many queries: few repeat, so byte-stream-split
+        write_table(frame, out, name, sort=sort, float32=M.METRIC_NAMES, split=M.METRIC_NAMES if name == "sweep" else (),
+                    csv_frame=whole)
     runfiles.write(result, out)  # qrels.trec + runs/<backend>-<mode>-<policy>.run.gz, for ranx / trec_eval
     if "joint" in set(result.recommendations["mode"]):  # what %config PcMem.policy_file loads
         tighten(result.recommended("joint").save(out / "policy.json"))
@@ -123,8 +134,7 @@ def run_tables(result: Any) -> list[tuple[str, pd.DataFrame, tuple[str, ...]]]:
     if len(result.stages):
         tables.append(("stages", result.stages, ()))
     if len(result.explain_policies):  # why each query failed, readable without a database (explain.py)
-        tables += [("explain", result.explain, ("backend", "mode", "query_id", "channel", "rank")),
-                   ("explain_policies", result.explain_policies, ())]
+        tables += [("explain", result.explain, explain.KEYS), ("explain_policies", result.explain_policies, ())]
     tables += [(f"cross_backend_{name}", df, ()) for name, df in result.cross.items()]
     return tables
 
@@ -255,8 +265,9 @@ def section_files(result: Any) -> Section:
              details(f"{len(runs)} run files (click to show)", f"<ul>{listing}</ul>"),
              "<p class='muted'>Also in the folder: every table of this page as Parquet (the small ones also as CSV; "
              "<code>harness.load(folder)</code> or <code>pandas.read_parquet</code> read them), "
-             "<code>splits.parquet</code>, <code>explain.parquet</code> (every candidate's signals and verdicts under the "
-             "default and the recommendation: <code>harness.load(folder).explain(query_id)</code>), "
+             "<code>splits.parquet</code>, <code>explain.parquet</code> (every candidate's verdicts under the "
+             "default and the recommendation, its signals read from <code>cache/</code>: "
+             "<code>harness.load(folder).explain(query_id)</code>), "
              "<code>summary.json</code> and the candidates cache <code>cache/</code> "
              "(rerun the analysis with "
              "<code>--reuse</code>, no database needed).</p>"]

@@ -29,7 +29,7 @@ from ..corpora.datasets import Corpus, load
 from .embedcache import profile_key
 from .loader import load_corpus, text_sequence
 from ..progress import current, stage
-from .retrieval import read_cache, retrieve_corpus, write_cache
+from .retrieval import CACHE_DIR, read_cache, retrieve_corpus, write_cache
 
 __all__ = ["Collected", "collect", "query_table", "vector_modes"]
 
@@ -61,6 +61,7 @@ class Collected:
     server_peak_mib: float | None = None  # peak RSS of the seekdb server the run started (None: none started)
     analyzer: str = ANALYZER_VERSION  # the analyzer every database of the run was created with
     profile_id: str | None = None  # the embedding profile of the run's vectors (None: full text only)
+    cache: Path | None = None  # the folder's cache/ that holds these candidates (explain.parquet refers to it)
 
     @property
     def default_policy(self) -> AdmissionPolicy:
@@ -198,7 +199,8 @@ async def collect(
                 _skip(kind)
             return Collected(corpora, tuple(backends), tuple(modes), max_limit, candidates, retrievals,
                              query_table(corpora), meta["loads"], meta["exact"], meta["embedding"], meta["spot"],
-                             meta.get("stages", pd.DataFrame()), analyzer=analyzer, profile_id=profile_id)
+                             meta.get("stages", pd.DataFrame()), analyzer=analyzer, profile_id=profile_id,
+                             cache=out / CACHE_DIR)
 
     embedding_stats: dict = {}
     exact_rows: list[dict] = []
@@ -284,7 +286,8 @@ async def collect(
     write_cache(out, cand_df, retr_df, dict(fingerprint=fingerprint, loads=loads_df, exact=exact_df,
                                             embedding=embedding_stats, spot=spot_df, stages=stages_df))
     return Collected(corpora, tuple(backends), tuple(modes), max_limit, cand_df, retr_df, query_table(corpora),
-                     loads_df, exact_df, embedding_stats, spot_df, stages_df, server_peak, analyzer, profile_id)
+                     loads_df, exact_df, embedding_stats, spot_df, stages_df, server_peak, analyzer, profile_id,
+                     cache=out / CACHE_DIR)
 
 
 def _expect(kind: str, units: float) -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
@@ -34,11 +35,11 @@ from powercontext.memory.admission import AdmissionPolicy
 from powercontext.suggest import did_you_mean, unknown_name
 
 from ..errors import EvalError
-from ..runfolder import RunTables
-from ..running.retrieval import candidate, channels_of, records_by
+from ..runfolder import RunFolderError, RunTables
+from ..running.retrieval import CACHE_DIR, candidate, channels_of, read_candidates, records_by
 
-__all__ = ["EXPLAINED", "EXPLAIN_COLUMNS", "ExplainError", "ExplainedRun", "Explanation", "explain_query", "explain_rows",
-           "explain_tables", "failures"]
+__all__ = ["EXPLAINED", "EXPLAIN_COLUMNS", "ExplainError", "ExplainedRun", "Explanation", "by_reference", "explain_query",
+           "explain_rows", "explain_tables", "failures", "with_signals"]
 
 #: The named policies whose verdicts a run folder keeps: the ones the report names.
 EXPLAINED = ("default", "recommended")
@@ -52,6 +53,12 @@ _UNREAD = dict(memory_artifact_id="unread", memory_revision=0, entry_id="unread"
                entry_content_hash="", text="")
 EXPLAIN_COLUMNS = ["backend", "mode", "query_id", *SIGNALS, "grade",
                    *[f"{p}_{what}" for p in EXPLAINED for what in ("admitted", "hit")]]
+#: What identifies a candidate in both explain.parquet and the run's cache/candidates.parquet.
+KEYS = ["backend", "mode", "query_id", "channel", "rank"]
+#: explain.parquet when the folder's cache/ holds the candidates: the verdicts, not the
+#: signals again (they were 1.3 of its 1.4 MB for ``sweep --all --backends sqlite``, a
+#: copy of the cache's); ``with_signals`` joins them back when the folder is read.
+BY_REFERENCE = [c for c in EXPLAIN_COLUMNS if c in KEYS or c not in SIGNALS]
 
 
 class ExplainError(EvalError, PowerContextError, ValueError):
@@ -102,6 +109,35 @@ def explain_tables(candidates: pd.DataFrame, queries: pd.DataFrame, qrels: Mappi
                              for mode, by_name in named.items() for name, p in by_name.items()],
                             columns=["mode", "policy", "limit", "json"])
     return table, policies
+
+
+def by_reference(explain: pd.DataFrame) -> pd.DataFrame:
+    """``explain`` without the signals the run folder's cache/ holds (``BY_REFERENCE``)."""
+    return explain[BY_REFERENCE]
+
+
+def with_signals(stored: pd.DataFrame, folder: Path) -> pd.DataFrame:
+    """explain.parquet as ``explain_tables`` made it: a table stored ``by_reference`` gets
+    each candidate's signals from ``folder/cache/candidates.parquet`` (one without the
+    cache, or a whole table of an older sweep, is returned as stored or refused)."""
+    if all(c in stored.columns for c in SIGNALS):
+        return stored
+    cache = Path(folder) / CACHE_DIR / "candidates.parquet"
+    redo = "rerun the sweep (without a cache, explain.parquet keeps the signals itself)"
+    if not cache.is_file():
+        raise RunFolderError(f"{folder / 'explain.parquet'}: its candidates' signals are in {cache}, which is "
+                             f"missing; {redo}")
+    try:
+        candidates = read_candidates(folder)
+    except Exception as exc:  # noqa: BLE001 - pyarrow raises several types for one cause: a bad file
+        raise RunFolderError(f"{cache}: not a readable Parquet table ({type(exc).__name__}: {shown(str(exc))}); "
+                             f"{redo}") from None
+    signals = candidates[KEYS + [c for c in SIGNALS if c not in KEYS]]
+    joined = stored.merge(signals, on=KEYS, how="left", validate="many_to_one", indicator=True)
+    if not (joined["_merge"] == "both").all():
+        raise RunFolderError(f"{cache}: does not hold the candidates explain.parquet names (another sweep's cache?); "
+                             f"{redo}")
+    return joined[EXPLAIN_COLUMNS]
 
 
 class Explanation(pd.DataFrame):
