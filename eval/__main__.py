@@ -49,6 +49,7 @@ from .running.databases import BACKENDS
 from . import calibrate_cli
 from .judging import cli_judge
 from .scoring.metrics import METRIC_NAMES
+from .scoring.grid import QUICK_FAMILIES
 from .scoring.sweep import INITIAL, MODES, Grid
 
 _DEFAULT_GRID = Grid()
@@ -57,7 +58,7 @@ _DEFAULT_GRID = Grid()
 #: RFC's floors and MiniLM's default — instead of nine: the grid replay is most of a run's
 #: time (a twelfth of the points here).
 QUICK = {"datasets": ("atlas-etl", "harbor-web", "tidewater-cli"), "backends": ("sqlite",), "embeddings": ("minilm",),
-         "families": ("floors", "centred+cross-script+coverage")}
+         "families": QUICK_FAMILIES}
 
 
 def _csv_list(cast):

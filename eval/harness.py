@@ -142,14 +142,14 @@ async def asweep(datasets: Any = None, backends: Sequence[str] = ("sqlite",), mo
                          full_grid=full_grid)
         result.stages = _stages(collected, "analyse", time.perf_counter() - start)
         result.out = out
-        if write:
+        if write:  # no report row otherwise: it used to time the analyse again under "report"
             start = time.perf_counter()
             with stage("report", 1, progress) as writing:
                 write_run(result, out)
                 writing.update(1)
-        result.stages = pd.concat([result.stages, pd.DataFrame([dict(stage="report", backend="",
-                                                                     seconds=time.perf_counter() - start)])],
-                                  ignore_index=True)
+            result.stages = pd.concat([result.stages, pd.DataFrame([dict(stage="report", backend="",
+                                                                         seconds=time.perf_counter() - start)])],
+                                      ignore_index=True)
     return result
 
 

@@ -27,7 +27,7 @@ from powercontext.backends.seekdb.store import default_store
 
 from powercontext.suggest import unknown_name
 
-from . import policy_options, reads, refs, runtime, tables, writes
+from . import eval_options, policy_options, reads, refs, runtime, tables, writes
 from .display import explain_hint, result_summary
 from .errors import PcMemUserError, as_usage_errors
 from .session import Session, redact
@@ -469,7 +469,8 @@ class PcMem(Magics, policy_options.PolicyTraits):
     @argument("--no-progress", action="store_true", help="no progress bars (they go to stderr)")
     @output
     def _eval(self, args, cell):
-        """Run the threshold-evaluation harness and return its summary."""
+        """Run the threshold-evaluation harness and return its summary; --quick,
+        --families, --limits and --modes sweep a smaller grid (as `sweep` names them)."""
         try:
             from powercontext.eval.errors import EvalError
             from powercontext.eval.harness import summary
@@ -477,8 +478,9 @@ class PcMem(Magics, policy_options.PolicyTraits):
             print("the evaluation harness needs the eval extra: pip install 'powercontext[eval]'")
             return None
         backends = [b.strip() for b in args.backends.split(",") if b.strip()]
+        options = eval_options.sweep_options(args)  # refused before the harness loads anything
         try:
-            return summary(args.dataset, backends=backends, progress=not args.no_progress)
+            return summary(args.dataset, backends=backends, progress=not args.no_progress, **options)
         except EvalError as exc:  # a missing folder, an unreachable server: the user's to fix
             raise PcMemUserError(f"eval: {exc}") from None
 
@@ -575,4 +577,5 @@ def _document() -> None:
 
 
 policy_options.add_arguments(PcMem._search.parser)  # one option per policy field, before _document reads the parser
+eval_options.add_arguments(PcMem._eval.parser)  # the sweep's grid options, named as the CLI names them
 _document()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -49,13 +49,10 @@ class SweepResult:
     recommendations: pd.DataFrame
     per_query: pd.DataFrame
     summary: pd.DataFrame
-    breakdown: pd.DataFrame
-    stats: pd.DataFrame
     abstention: pd.DataFrame
     cross: dict[str, pd.DataFrame] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)
-    sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
     out: Path | None = None
     replays: dict[tuple[str, str], Replay] = field(default_factory=dict, repr=False)
     stages: pd.DataFrame = field(default_factory=pd.DataFrame)  # stage, backend, wall seconds of the whole run
@@ -68,6 +65,35 @@ class SweepResult:
     peers: pd.DataFrame = field(default_factory=pd.DataFrame)  # peers' defaults replayed here (peers.peers_frame)
     explain: pd.DataFrame = field(default_factory=pd.DataFrame)  # every candidate's signals and verdicts (explain)
     explain_policies: pd.DataFrame = field(default_factory=pd.DataFrame)  # the policies explain names, as JSON
+    #: ``breakdown``, ``stats`` and ``sensitivity``: a DataFrame, or the function that
+    #: builds it on first read. Only the report and a reader of these tables want them,
+    #: and they were over half of a small sweep's analyse time (the bootstrap CIs of
+    #: every tag × policy, the paired tests): a sweep without a run folder
+    #: (``write=False``: ``fit``, ``summary``, a notebook reading the summary) skips them.
+    deferred: dict[str, pd.DataFrame | Callable[[], pd.DataFrame]] = field(default_factory=dict, repr=False)
+
+    def _deferred(self, name: str) -> pd.DataFrame:
+        value = self.deferred.get(name)
+        if value is None:
+            return pd.DataFrame()
+        if callable(value):
+            value = self.deferred[name] = value()
+        return value
+
+    @property
+    def breakdown(self) -> pd.DataFrame:
+        """The named policies' metrics by tag, language and corpus (``tables.breakdown_frame``)."""
+        return self._deferred("breakdown")
+
+    @property
+    def stats(self) -> pd.DataFrame:
+        """The paired tests between the named policies (``tables.stats_frame``)."""
+        return self._deferred("stats")
+
+    @property
+    def sensitivity(self) -> pd.DataFrame:
+        """The choice under other false-admission bounds (``recommend.sensitivity``)."""
+        return self._deferred("sensitivity")
 
     @property
     def headline_split(self) -> str:
@@ -121,7 +147,9 @@ class SweepResult:
 
         empty = pd.DataFrame()
         collected = replace(self.collected, candidates=empty, exact=empty, spot=empty)
-        return replace(self, collected=collected, replays={}, explain=empty, sweep=empty)
+        # the deferred tables built now: their builders hold the grid table this copy drops
+        deferred = {name: self._deferred(name) for name in self.deferred}
+        return replace(self, collected=collected, replays={}, explain=empty, sweep=empty, deferred=deferred)
 
     def summary_table(self, split: str | None = None) -> pd.DataFrame:
         """The printed summary: one row per backend × mode × policy on ``split``
@@ -353,6 +381,7 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
     except ValueError as exc:
         raise EvalError(str(exc)) from exc
     chooser = replace(objective, split="all") if k else objective
+    stat_metrics = check_metrics(metrics)  # a bad name refused now, not when the deferred stats are first read
     build_seconds: dict = {}
     replays = build_replays(collected, seconds=build_seconds)
     with stage("sweep", None, progress) as sweep_stage:
@@ -401,11 +430,12 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
         analysing.update(1)
         return SweepResult(
             collected=collected, grid=grid, objective=chooser, sweep=kept, recommendations=recommendations,
-            per_query=per_query, summary=summary_frame(per_query, qrels), breakdown=breakdown_frame(per_query),
-            stats=stats_frame(per_query, qrels, metrics=check_metrics(metrics)),
+            per_query=per_query, summary=summary_frame(per_query, qrels),
             abstention=abstention_frame(replays, queries, collected.candidates),
-            cross=cross, notes=notes, timings=timings, replays=replays,
-            sensitivity=sensitivity(table, collected.modes, chooser), folds=k, crossval=cv_folds,
+            cross=cross, notes=notes, timings=timings, replays=replays, folds=k, crossval=cv_folds,
             crossval_summary=cv_summary, splits=_splits_table(collected, fold), seed=seed, transfer=transfer, peers=peers,
             explain=explained, explain_policies=explained_policies,
+            deferred=dict(breakdown=lambda: breakdown_frame(per_query),
+                          stats=lambda: stats_frame(per_query, qrels, metrics=stat_metrics),
+                          sensitivity=lambda: sensitivity(table, collected.modes, chooser)),
         )

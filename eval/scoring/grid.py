@@ -31,7 +31,7 @@ from powercontext.memory.admission import FAMILIES_OFF, INITIAL_POLICY, NO_ADMIS
 
 __all__ = [
     "DEFAULT_FAMILIES", "FAMILY_PARTS", "Grid", "MODES", "MODE_CHANNELS", "NAMED_POLICIES", "PARAMS", "POINT_COLUMNS",
-    "family_base", "family_of", "point_values", "policy_fields", "policy_from", "policy_from_fields", "policy_label",
+    "QUICK_FAMILIES", "family_base", "family_of", "point_values", "policy_fields", "policy_from", "policy_from_fields", "policy_label",
 ]
 
 MODES = ("fts", "vector", "hybrid")
@@ -112,6 +112,10 @@ def _mode_aware(family: str) -> bool:
 
 #: The vector axes a grid uses when nothing derived them from a run's candidates
 #: (``Grid.resolved``): where all-MiniLM-L6-v2's cosines and centred cosines decide.
+#: The families of ``sweep --quick`` (``make eval-quick``, ``%pcmem eval --quick``): the
+#: RFC's floors and MiniLM's default, instead of every family — the grid replay is most
+#: of a run's time.
+QUICK_FAMILIES = ("floors", "centred+cross-script+coverage")
 FALLBACK_COSINES = (-1.0, 0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7)
 FALLBACK_CENTRED = tuple(float(x) for x in np.round(np.arange(0.13, 0.50, 0.02), 2))
 #: Quantiles of a vector signal over the candidates a search at the largest limit

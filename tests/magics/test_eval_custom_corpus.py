@@ -54,7 +54,8 @@ def test_eval_magic_measures_a_custom_corpus(shell, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the harness's embedding cache, kept private
     folder = write_corpus(tmp_path / "my-corpus")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    frame = run(shell, f"%pcmem eval --dataset {folder} -o measured")
+    # the quick grid: this checks the plumbing (modes, held-out columns), not the full grid
+    frame = run(shell, f"%pcmem eval --dataset {folder} --quick -o measured")
     assert isinstance(frame, pd.DataFrame) and shell.user_ns["measured"] is frame
     assert set(frame["backend"]) == {"sqlite"} and set(frame["mode"]) == {"fts", "vector", "hybrid"}
     recommended = frame[frame["policy"] == "recommended"]
