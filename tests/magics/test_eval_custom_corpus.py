@@ -50,13 +50,15 @@ def write_corpus(folder):
     return folder
 
 
-def test_eval_magic_measures_a_custom_corpus(shell, tmp_path, monkeypatch):
+def test_eval_magic_measures_a_custom_corpus(shell, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # the harness's embedding cache, kept private
     folder = write_corpus(tmp_path / "my-corpus")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     # the quick grid: this checks the plumbing (modes, held-out columns), not the full grid
-    frame = run(shell, f"%pcmem eval --dataset {folder} --quick -o measured")
+    capsys.readouterr()
+    frame = run(shell, f"%pcmem eval --dataset {folder} --backends sqlite --quick --no-progress -o measured")
     assert isinstance(frame, pd.DataFrame) and shell.user_ns["measured"] is frame
+    assert "stage " not in capsys.readouterr().err  # --no-progress reached the harness: no stage lines
     assert set(frame["backend"]) == {"sqlite"} and set(frame["mode"]) == {"fts", "vector", "hybrid"}
     recommended = frame[frame["policy"] == "recommended"]
     assert len(recommended) == 3

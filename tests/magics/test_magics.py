@@ -8,7 +8,6 @@ import asyncio
 import shutil
 import sys
 import threading
-import types
 from pathlib import Path
 
 import pandas as pd
@@ -186,19 +185,6 @@ def test_close_then_reads_need_an_open_database(shell, sqlite_target, capsys):
     run(shell, "%pcmem close")
     assert "closed" in capsys.readouterr().out
     assert "no database is open" in fail(shell, capsys, "%pcmem memories")
-
-
-def test_eval_calls_the_harness_summary(shell, monkeypatch):
-    calls = []
-    summary_frame = pd.DataFrame({"backend": ["sqlite"], "ndcg@8": [0.5]})
-    harness = types.ModuleType("powercontext.eval.harness")
-    harness.summary = lambda dataset, backends, progress: calls.append((dataset, backends, progress)) or summary_frame
-    monkeypatch.setitem(sys.modules, "powercontext.eval.harness", harness)
-    result = run(shell, "%pcmem eval --dataset datasets/harbor-web --backends sqlite,oceanbase -o summary")
-    assert result is summary_frame and shell.user_ns["summary"] is summary_frame
-    run(shell, "%pcmem eval --dataset harbor-web --no-progress")
-    # progress bars by default (tqdm.auto: a notebook bar in Jupyter, text on stderr elsewhere)
-    assert calls == [("datasets/harbor-web", ["sqlite", "oceanbase"], True), ("harbor-web", ["sqlite"], False)]
 
 
 def test_a_bare_bundled_corpus_name_resolves_from_any_directory(tmp_path, monkeypatch):
