@@ -57,7 +57,8 @@ log = logging.getLogger(__name__)
 
 #: Rows kept by default. Oldest rows are dropped first; ``pc.open(...,
 #: search_log_cap=N)`` sets another cap. A hybrid search with a full pool (2 × 32
-#: candidates) makes a record of ~30 KB, so the default cap holds up to ~300 MB.
+#: candidates) makes a record of ~15 KB (rejected candidates stored columnar; measured
+#: at 1k entries: median 14.8 KB, max 15.6 KB), so the default cap holds up to ~150 MB.
 DEFAULT_CAP = 10_000
 MAX_CAP = 1_000_000
 #: The table is trimmed back to the cap on a service's first append and then every
