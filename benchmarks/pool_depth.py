@@ -18,6 +18,17 @@ Measured 2026-12-06 (MiniLM, SQLite, 2 cores):
 | lantern-relay | 10 | 15.6 | 24 | 0.734 (359/489) |
 | lantern-relay | 20 | 27.3 | 47 | 0.830 (406/489) |
 | lantern-relay | 40 | 46.3 | 78 | 0.894 (437/489) |
+
+Measured 2026-12-07, the same way (``pool_depth.py harbor-web tidewater-cli``):
+
+| corpus | depth | mean pool / question | max | pool recall (relevant pairs) |
+|---|---|---|---|---|
+| harbor-web | 10 | 17.0 | 24 | 0.803 (236/294) |
+| harbor-web | 20 | 30.4 | 43 | 0.871 (256/294) |
+| harbor-web | 40 | 51.8 | 72 | 0.932 (274/294) |
+| tidewater-cli | 10 | 16.9 | 24 | 0.753 (330/438) |
+| tidewater-cli | 20 | 30.8 | 43 | 0.833 (365/438) |
+| tidewater-cli | 40 | 53.0 | 73 | 0.904 (396/438) |
 """
 
 from __future__ import annotations
