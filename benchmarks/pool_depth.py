@@ -8,7 +8,8 @@ exactly as ``judging.pool`` pools it (``pool.pool_question``: full-text, vector 
 top-depth with admission off, unioned), over the Memories the question searches. Pool
 recall = relevant (grade >= 1) qrels pairs found in the pool / all relevant pairs.
 
-Measured 2026-12-06 (MiniLM, SQLite, 2 cores):
+Measured (MiniLM, SQLite, 2 cores) on 2026-12-06 (atlas-etl, lantern-relay) and 2026-12-07 (harbor-web,
+tidewater-cli, ``pool_depth.py harbor-web tidewater-cli``):
 
 | corpus | depth | mean pool / question | max | pool recall (relevant pairs) |
 |---|---|---|---|---|
@@ -18,11 +19,6 @@ Measured 2026-12-06 (MiniLM, SQLite, 2 cores):
 | lantern-relay | 10 | 15.6 | 24 | 0.734 (359/489) |
 | lantern-relay | 20 | 27.3 | 47 | 0.830 (406/489) |
 | lantern-relay | 40 | 46.3 | 78 | 0.894 (437/489) |
-
-Measured 2026-12-07, the same way (``pool_depth.py harbor-web tidewater-cli``):
-
-| corpus | depth | mean pool / question | max | pool recall (relevant pairs) |
-|---|---|---|---|---|
 | harbor-web | 10 | 17.0 | 24 | 0.803 (236/294) |
 | harbor-web | 20 | 30.4 | 43 | 0.871 (256/294) |
 | harbor-web | 40 | 51.8 | 72 | 0.932 (274/294) |
