@@ -395,7 +395,11 @@ class MemoryService(MemorySearch):
         every head row of every Memory of the database, rewrites ``searchable_text`` and
         the full-text index, and records the new analyzer (vectors are untouched: they
         do not depend on it). A database has one analyzer, so ``memories`` must then be
-        None. Returns the rows rebuilt per Memory."""
+        None. Returns the rows rebuilt per Memory.
+
+        A handle opened with ``embedding=None`` on a database that keeps vectors may run
+        the analyzer migration but not a rebuild: that would rewrite every head row
+        without its vector (EmbeddingRequiredError, before anything is written)."""
         if analyzer is not None:
             if memories is not None:
                 raise InvalidMemoryRequestError(
@@ -404,6 +408,7 @@ class MemoryService(MemorySearch):
             if not hasattr(self.backend, "migrate_analyzer"):
                 raise CapabilityNotSupportedError(f"{type(self.backend).__name__} has no analyzer migration")
             return await self.backend.migrate_analyzer(analyzer)
+        vectors.require_model(self, "rebuild the projections")
         if memories is None:
             refs = await self.backend.list_memories()
         else:

@@ -37,3 +37,24 @@ async def test_a_handle_without_a_model_cannot_write_entries_into_a_vector_datab
     res = await svc.search("who has to approve schema changes", memories=(rev2,), mode="vector", policy=LOW)
     assert res.hits and res.hits[0].text == DOCS[1]
     assert (await svc.verify(rev2.artifact_id)).ok
+
+
+async def test_a_handle_without_a_model_cannot_rebuild_the_projections_of_a_vector_database(open_service, minilm,
+                                                                                            backend_name):
+    """A rebuild through such a handle rewrote every head row without its vector (noticed
+    in issue 43's closing note): vector and hybrid search then refused for every handle
+    until a rebuild with the model. Refused before anything is written; the analyzer
+    migration, which leaves vectors alone, stays allowed."""
+    svc = await open_service(embedding=minilm, ids=SequentialIds())
+    rev = await svc.remember(None, entries=tuple(E("fact", d) for d in DOCS))
+    plain = await pc.open(str(svc.backend.path) if backend_name == "sqlite" else svc.backend.url)  # embedding=None
+    try:
+        before = await counts(svc)
+        for rebuild in (lambda: plain.rebuild_projections(), lambda: plain.rebuild_projections((rev,))):
+            with pytest.raises(pc.EmbeddingRequiredError, match=r"cannot rebuild the projections.*Reopen it with"):
+                await rebuild()
+        assert await counts(svc) == before
+    finally:
+        await plain.close()
+    res = await svc.search("who has to approve schema changes", memories=(rev,), mode="vector", policy=LOW)
+    assert res.hits and res.hits[0].text == DOCS[1]
