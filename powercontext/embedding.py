@@ -311,4 +311,11 @@ class SentenceTransformerEmbedding(LocalEncoder):
                            convert_to_numpy=True, show_progress_bar=False)
         except Exception as exc:
             raise EmbeddingUnavailableError(f"embedding failed: {exc}") from exc
+        if self._path is not None and array.ndim == 2 and array.shape[1] != self._profile.dimension:
+            # a folder whose config declares another size than its weights give: say which
+            # folder and which file, not only the profile id check_vector would name
+            raise InvalidEmbeddingError(
+                f"the model in {self._path[:200]!r} returns {array.shape[1]}-dimension vectors, but its config "
+                f"declares {self._profile.dimension} (profile {self._profile.profile_id!r}): its modules' "
+                "config.json (Pooling word_embedding_dimension, Dense out_features) disagree with its weights")
         return array.tolist()

@@ -46,6 +46,7 @@ def test_a_wrong_dimension_model_leaves_no_empty_run_folder(tmp_path, wrong_dime
         assert main(["sweep", "--dataset", str(tiny), "--backends", backend, "--modes", "vector", "--no-progress",
                      "--embeddings", str(wrong_dimension_model), "--embedding-cache", str(tmp_path / "emb"),
                      "--out", str(out)]) == 2
-        assert "256" in capsys.readouterr().err
+        err = capsys.readouterr().err  # the folder named, and both sizes
+        assert "wrongdim" in err and "returns 384-dimension vectors" in err and "declares 256" in err
     assert sorted(os.listdir(tmp_path / "results")) == ["mine"]  # new/ and new/run/ taken back; results/ kept
     assert os.listdir(mine) == ["notes.txt"] and (mine / "notes.txt").read_text() == "keep me"
