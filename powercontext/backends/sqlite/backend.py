@@ -28,6 +28,7 @@ from ..maintenance import MaintenanceStep
 from ..portable import PortableSQL, marks
 from ..rules import SCHEMA_VERSION_KEY, check_schema_version, lineage_hash, schema_records
 from ... import analyzer
+from .bulk import LargeCommitCache
 from .search import SQLiteSearch, load_vec
 
 MIN_SQLITE = (3, 38, 0)
@@ -172,7 +173,7 @@ _INDEXED = ("FROM memory_entry_heads AS h LEFT JOIN memory_entry_search_fts_docs
             "ON f.id = h.projection_id")
 
 
-class SQLiteMemoryBackend(SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
+class SQLiteMemoryBackend(LargeCommitCache, SQLiteSearch, PortableSQL, DatabaseMemoryBackend):
     name = "sqlite"
     max_workers = 1
     busy_timeout_ms = BUSY_TIMEOUT_MS
