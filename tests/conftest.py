@@ -14,38 +14,50 @@ from powercontext.canonical import SequentialIds
 BACKENDS = ["sqlite", "oceanbase"]
 
 #: Test files by their measured seconds, longest first: `make test` on 2 idle cores
-#: (2026-12-06, ``--durations``) where known, else one targeted run at load 8-10 this stop
-#: (2026-12-07; its seconds are ~2-2.5x idle ones, so they only rank). `make test` hands whole
-#: files to its two workers in collection order (``--dist loadfile --no-loadscope-reorder``);
-#: xdist's own order (most tests first) left these few-test, long files to the end, where one
-#: of them ran alone for minutes while the other worker sat idle. Started first, they overlap
-#: the many short files instead. A file not named keeps its place after them.
+#: (2026-12-06, ``--durations``) where known, else a `make test` at load 6-11 (2026-12-07, another
+#: checkout's suite beside it; its seconds are ~2-2.5x idle ones, so they only rank). `make test`
+#: hands whole files to its two workers in collection order (``--dist loadfile
+#: --no-loadscope-reorder``); xdist's own order (most tests first) left these few-test, long
+#: files to the end, where one of them ran alone for minutes while the other worker sat idle.
+#: Started first, they overlap the many short files instead, and the run ends on short files
+#: (the notebooks, collected last, were that tail: 06's 40 s loaded ran alone). A file not
+#: named keeps its place after them.
 LONGEST_FIRST = (
     "notebooks/04_threshold_evaluation.ipynb",  # ~130 s idle: one cell (121 s) reproduces the committed sweep
-    "tests/conformance/test_maintain.py",  # ~100 s: three real compactions (39 + 29 + 28 s idle)
+    "tests/conformance/test_migration_race.py",  # 237 s loaded: migrations beside a writer process
     "tests/eval/test_cli.py",  # ~90 s: the CLI sweep 34 s, both backends 15 s idle
-    "tests/conformance/test_migration_race.py",  # 207 s loaded: migrations beside a writer process
-    "tests/eval/test_shared_store.py",  # 146 s loaded: sweeps and cleanups as real processes
+    "tests/eval/test_shared_store.py",  # 147 s loaded: sweeps and cleanups as real processes
+    "tests/conformance/test_maintain.py",  # ~65 s: two real compactions (one with the server's own before it)
     "tests/test_readme.py",  # ~50 s idle: every snippet pasted twice, each in a fresh process
     "tests/eval/test_judging_pool.py",  # ~55 s idle: the export's sweep 33 s, the SIGKILLed pool 20 s
+    "notebooks/08_embedding_models.ipynb",  # 42 s
+    "tests/backends/test_oceanbase_first_load.py",  # 101 s loaded
+    "tests/runtime/test_tampered_state.py",  # 91 s loaded: two processes opening one runtime 46 s
     "tests/eval/test_online_equivalence.py",
     "tests/conformance/test_search_fts.py",  # 60 tests, half on OceanBase
     "tests/conformance/test_vectors.py",
     "tests/conformance/test_remember_rules.py",
-    "notebooks/08_embedding_models.ipynb",  # 42 s
     "tests/magics/test_eval_custom_corpus.py",  # 99 s loaded, 20 s idle: a default-grid sweep with MiniLM
     "tests/reliability/test_crash_loop.py",
     "tests/conformance/test_stale_vector_search.py",  # writer subprocesses loading MiniLM
-    "tests/backends/test_oceanbase_first_load.py",
     "notebooks/09_judge_your_memory.ipynb",  # cell 10: 22 s idle
-    "tests/eval/test_metrics.py",  # 22 s: ranx's numba cache checked from a second process
+    "tests/eval/test_run_folder_size.py",  # 65 s loaded
+    "tests/backends/test_seekdb.py",  # 64 s loaded: servers started and stopped
+    "tests/reliability/test_entry_points.py",  # 63 s loaded
+    "tests/backends/test_sqlite_search.py",  # 55 s loaded
+    "tests/backends/test_seekdb_recovery.py",  # 55 s loaded
+    "tests/eval/test_progress.py",  # 48 s loaded: a piped sweep
+    "tests/backends/test_seekdb_store.py",  # 48 s loaded
+    "tests/conformance/test_vector_selection.py",  # 48 s loaded
+    "tests/runtime/test_restart_replay.py",  # 47 s loaded: SIGKILL and replay per storage profile
+    "notebooks/06_your_own_corpus.ipynb",  # 40 s loaded
+    "tests/eval/test_metrics.py",  # ~20 s: ranx's numba cache checked from a second process
     "tests/conformance/test_commit_plans.py",
-    "tests/runtime/test_tampered_state.py",
-    "tests/backends/test_seekdb_recovery.py",
+    "notebooks/05_oceanbase.ipynb",  # 33 s loaded: starts its own seekdb, as it teaches
     "tests/reliability/test_restart.py",
-    "tests/conformance/test_vector_selection.py",
-    "tests/backends/test_seekdb_store.py",
     "tests/eval/test_report.py",
+    "notebooks/03_search_modes_and_admission.ipynb",  # 29 s loaded
+    "notebooks/07_runtime.ipynb",  # 22 s loaded
 )
 
 
