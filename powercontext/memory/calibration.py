@@ -266,8 +266,8 @@ class Calibration(BaseModel):
         else:
             return None, None
         cells = self.__pydantic_private__["_cells"]
-        found = cells.get(key, cells)  # the dict itself marks "not looked up yet"
-        if found is cells:
+        found = cells.get(key, _UNSEEN)
+        if found is _UNSEEN:  # None is a cached answer too: the channel is not calibrated
             found = cells[key] = self._cell(key)
         if found is None:
             return None, None
@@ -288,6 +288,8 @@ class Calibration(BaseModel):
         return _SIGNALS["coverage"], fitted, f"fts coverage {label}"
 
 
+#: a key Calibration._cells has not looked up yet
+_UNSEEN = object()
 #: a channel's signal read off a candidate, by the name the artefact gives it
 _SIGNALS = {name: operator.attrgetter(name) for name in ("cosine", "centred", "coverage")}
 
