@@ -211,6 +211,17 @@ def ranx_compare(qrels: Mapping[str, Mapping[str, int]], runs: Mapping[str, Mapp
                        make_comparable=False, rounding_digits=4)
 
 
+def compile_ranx() -> None:
+    """Compile what scoring runs through numba (ranx's metrics and paired test, numba's
+    typed Dict and List) into the on-disk cache, on a two-query example. ``make setup``
+    calls it once per venv: without it the first process that scores anything — the
+    first sweep, notebook kernel or test worker — spends ~80 s of CPU compiling (measured
+    on this project's 2-core machine), and two processes starting together both do."""
+    qrels = {"q1": {"a": 1, "b": 2}, "q2": {"c": 1}}
+    ranx_scores(qrels, {"q1": ["a", "x"], "q2": ["c"]})
+    ranx_compare(qrels, {"x": {"q1": ["a"], "q2": ["c"]}, "y": {"q1": ["b", "a"], "q2": []}}, RANX_METRICS)
+
+
 # ---------------------------------------------------------------------------- statistics
 
 
