@@ -145,14 +145,25 @@ def _stop_owned_servers() -> None:
             pass
 
 
+#: What a new seekdb takes on disk: its 1G data file and its logs.
+_NEEDS_GIB = 1.3
+
+
 def _out_of_disk(base_dir: Path, tail: str) -> str:
     """A first line saying so when seekdb stopped for want of disk (its own code,
-    OB_SERVER_OUTOF_DISK_SPACE, is otherwise the fifth of eight log lines)."""
-    if "OB_SERVER_OUTOF_DISK_SPACE" not in tail:
+    OB_SERVER_OUTOF_DISK_SPACE, is otherwise the fifth of eight log lines). The free
+    space is read as well as the log: under load, a make test once got the exit of a
+    server on a full disk with no such line in the log it read (seekdb writes its log
+    from a thread of its own), and the message said only "exited with status 1"."""
+    try:
+        free = shutil.disk_usage(base_dir).free / 2**30
+    except OSError:
+        free = None
+    if "OB_SERVER_OUTOF_DISK_SPACE" not in tail and (free is None or free >= _NEEDS_GIB):
         return ""
-    free = shutil.disk_usage(base_dir).free / 2**30
-    return (f"out of disk space on {base_dir}: {free:.1f} GiB free, and a new seekdb needs about "
-            f"1.3 GiB (its {_FIXED_PARAMETERS['datafile_size']} data file and logs); free some space "
+    shown = "" if free is None else f": {free:.1f} GiB free"
+    return (f"out of disk space on {base_dir}{shown}, and a new seekdb needs about "
+            f"{_NEEDS_GIB} GiB (its {_FIXED_PARAMETERS['datafile_size']} data file and logs); free some space "
             f"or choose a base directory on another disk.\n")
 
 
