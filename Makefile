@@ -1,5 +1,6 @@
-# `make test` and `make eval` set themselves up: the first run creates .venv and installs
-# everything (~2 min); later runs reinstall only when pyproject.toml changed.
+# `make test` and `make eval` set themselves up: the first run creates .venv, installs
+# everything and compiles ranx's scoring (~4-5 min on 2 cores); later runs reinstall only when
+# pyproject.toml changed.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
