@@ -30,8 +30,9 @@ class PortableSQL:
 
     # heads and revisions
 
-    def _read_head(self, tx, artifact_id):
-        rows = self._rows(tx, "SELECT revision FROM artifact_heads WHERE artifact_id = ?", (artifact_id,))
+    def _read_head(self, tx, artifact_id, lock: bool = False):
+        sql = "SELECT revision FROM artifact_heads WHERE artifact_id = ?" + (self.ROW_LOCK if lock else "")
+        rows = self._rows(tx, sql, (artifact_id,))
         return int(rows[0][0]) if rows else None
 
     def _heads_and_revisions(self, tx, refs):

@@ -72,7 +72,10 @@ class ProjectionRebuild:
         """Inside ``tx``: bring one Memory's head rows and c̄ to what its head and
         ``vectors`` (computed for ``profile``) derive, writing only what differs. The
         caller bumps the projection generation when anything was written."""
-        head = self._read_head(tx, ref.artifact_id)
+        # Held to the end (FOR UPDATE on OceanBase, whose plain reads lock nothing): a
+        # commit to this Memory meanwhile would otherwise land between this read and the
+        # rewrite, and the rewrite would delete its rows as strays of the older head.
+        head = self._read_head(tx, ref.artifact_id, lock=True)
         if head != ref.revision:
             raise RevisionConflictError(f"{ref} is no longer the head (Revision {head}); rebuild the new head")
         revision = self._revision(tx, ref)
@@ -192,6 +195,12 @@ class ProjectionRebuild:
         written = 0
         with self._transaction(write=True) as tx:
             self._check_stored_schema(tx)
+            # The record first, then every head, both held to the end — the embedding
+            # migration's order (above): a commit either finished before these locks and
+            # its rows are read below, or reads the new analyzer after this commits and
+            # refuses. Never a row analyzed by the old analyzer under the new record.
+            self._write_schema_value(tx, "analyzer", target.version)
+            self._list_heads(tx, lock=True)
             for part in self._in_lists(self._head_rows(tx)):  # one read per in-list, not one per row
                 texts = self._versions(tx, [version_id for _, _, version_id, _ in part])
                 for projection_id, artifact_id, version_id, stored in part:
@@ -200,7 +209,6 @@ class ProjectionRebuild:
                         self._set_searchable_text(tx, projection_id, searchable)
                         written += 1
                     rebuilt[artifact_id] = rebuilt.get(artifact_id, 0) + 1
-            self._write_schema_value(tx, "analyzer", target.version)
         self.analyzer = target
         self.last_rebuild_writes = written
         return rebuilt

@@ -2,8 +2,9 @@
 
     python -m tests.conformance.migration_writer TARGET MODE ARTIFACT_ID GO OUT [PERIOD]
 
-Opens TARGET with MiniLM (the model the database is migrated away from), warms the
-model, prints ``ready``, then:
+Opens TARGET with MiniLM (the model the database is migrated away from; with
+``PC_WRITER_EMBEDDING=none``, no model: a full-text database), warms the model, prints
+``ready``, then:
 
 * MODE ``append`` / ``create``: waits for the file GO (the parent creates it from
   inside the migration's write transaction), commits one entry to ARTIFACT_ID (or
@@ -34,8 +35,10 @@ def _write(path: str, text: str) -> None:
 
 
 async def main(target: str, mode: str, artifact_id: str, go: str, out: str, period: float) -> None:
-    svc = await pc.open(target, embedding="minilm")
-    await svc.embedding.embed(["warm up"])  # the first call loads the model: not inside the race
+    embedding = os.environ.get("PC_WRITER_EMBEDDING", "minilm")  # "none": a full-text database
+    svc = await pc.open(target, embedding=None if embedding == "none" else embedding)
+    if svc.embedding is not None:
+        await svc.embedding.embed(["warm up"])  # the first call loads the model: not inside the race
     print("ready", flush=True)
     if mode == "loop":
         outcomes: collections.Counter = collections.Counter()

@@ -10,7 +10,11 @@ gate from inside the migration's transaction (its last statement) and gives the 
 vector must be E5's. ``PC_MIGRATION_RACES`` repeats it (``make soak``: 10).
 
 Item 9: with a writer committing every ``period`` seconds, a migration failed with
-RevisionConflictError after the whole embedding pass. It now catches up."""
+RevisionConflictError after the whole embedding pass. It now catches up.
+
+The same race, left from issue 43, in the analyzer migration and the rebuild of one
+Memory (both read the heads without locking them): a child commits from inside their
+write transactions on a full-text database, and must wait for them."""
 
 from __future__ import annotations
 
@@ -48,12 +52,12 @@ def _target(svc, backend_name):
     return str(svc.backend.path) if backend_name == "sqlite" else svc.backend.url
 
 
-def _writer(target, mode, artifact_id, go, out, period=2.5):
+def _writer(target, mode, artifact_id, go, out, period=2.5, embedding="minilm"):
     child = subprocess.Popen(
         [sys.executable, "-m", "tests.conformance.migration_writer", target, mode, artifact_id, str(go), str(out),
          str(period)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PC_WRITER_EMBEDDING": embedding},
     )
     line = child.stdout.readline()
     assert line.strip() == "ready", child.stderr.read()
@@ -82,13 +86,17 @@ async def _all_vectors_are(svc, model):
     return checked
 
 
+async def _verified(svc):
+    for ref in await svc.memories():
+        report = await svc.verify(ref.artifact_id)
+        assert report.ok, report.issues
+
+
 async def _searchable_and_verified(svc):
     refs = await svc.memories()
     res = await svc.search("who has to approve schema changes", memories=refs, mode="vector", policy=NO_ADMISSION)
     assert res.hits  # no "missing or stale vectors" refusal
-    for ref in refs:
-        report = await svc.verify(ref.artifact_id)
-        assert report.ok, report.issues
+    await _verified(svc)
 
 
 @pytest.mark.parametrize("mode", ["append", "create"])
@@ -187,3 +195,78 @@ async def test_a_migration_finishes_while_another_process_keeps_writing(
     assert not failures
     assert all(int(w.get("committed", 0)) >= 2 for _, _, w in results)  # it really wrote meanwhile
     assert any(r.catch_ups >= 1 for _, r, _ in results)
+
+
+CHILD_TEXT = "Written during the migration's write transaction."  # what migration_writer's append commits
+
+
+def _gate_once(backend, name, go, out, monkeypatch):
+    """The first call of ``backend.<name>`` opens the child's gate from inside the
+    caller's write transaction and gives the child 3 s to finish (a child that waits
+    for this transaction's locks does not)."""
+    original, opened = getattr(backend, name), []
+
+    def gate(*args):
+        if not opened:
+            opened.append(True)
+            go.touch()
+            deadline = time.monotonic() + 3.0
+            while not out.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return original(*args)
+
+    monkeypatch.setattr(backend, name, gate)
+
+
+@pytest.mark.fresh_database  # a writer process that a kill may leave holding locks
+async def test_a_commit_inside_the_analyzer_migration_is_refused(open_service, backend_name, tmp_path, monkeypatch):
+    """Stop 51's leftover of issue 43 item 1: the analyzer migration read the head rows
+    without locking the heads, so on OceanBase a commit inside its transaction (here:
+    while it reads the rows' texts) kept the old analyzer's text under the new record.
+    The commit must wait for the migration and then be refused. A full-text database
+    and a child without a model: the race is about heads and rows, not vectors."""
+    svc = await open_service(ids=SequentialIds())
+    one, _ = await _two_memories(svc)
+    go, out = tmp_path / "go", tmp_path / "out"
+    child = _writer(_target(svc, backend_name), "append", one.ref.artifact_id, go, out, embedding="none")
+    try:
+        _gate_once(svc.backend, "_versions", go, out, monkeypatch)
+        await svc.rebuild_projections(analyzer="v1")
+        monkeypatch.undo()
+        outcome = _finish(child, out)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert outcome == "AnalyzerMismatchError", outcome
+    assert [r.revision for r in await svc.memories()] == [one.ref.revision, 1]  # nothing of the child's landed
+    await _verified(svc)
+
+
+@pytest.mark.fresh_database  # a writer process that a kill may leave holding locks
+async def test_a_commit_during_a_rebuild_waits_for_it_and_keeps_its_rows(open_service, backend_name, tmp_path,
+                                                                        monkeypatch):
+    """The same leftover for the rebuild of one Memory: it read the head without a lock,
+    so on OceanBase a commit that landed before the rebuild read the Memory's rows had
+    its new row deleted as a stray of the older head. The commit must wait, then land
+    whole: its entry searchable and the Memory verified (full text, as above)."""
+    svc = await open_service(ids=SequentialIds())
+    one, _ = await _two_memories(svc)
+    go, out = tmp_path / "go", tmp_path / "out"
+    child = _writer(_target(svc, backend_name), "append", one.ref.artifact_id, go, out, embedding="none")
+    try:
+        _gate_once(svc.backend, "_read_projection", go, out, monkeypatch)
+        await svc.rebuild_projections(one)
+        monkeypatch.undo()
+        outcome = _finish(child, out)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert outcome == "committed", outcome
+    head = await svc.head(one.ref.artifact_id)
+    assert head.revision == one.ref.revision + 1
+    found = await svc.search("written during the migration's write transaction", memories=[head], mode="fts",
+                             policy=NO_ADMISSION)
+    assert CHILD_TEXT in [h.text for h in found.hits]
+    await _verified(svc)
