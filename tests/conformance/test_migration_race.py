@@ -218,6 +218,22 @@ def _gate_once(backend, name, go, out, monkeypatch):
     monkeypatch.setattr(backend, name, gate)
 
 
+async def _race(svc, backend_name, one, tmp_path, monkeypatch, gated: str, work) -> str:
+    """A model-free child appends to ``one`` when ``backend.<gated>`` is first called
+    inside ``work()``'s write transaction; the child's outcome."""
+    go, out = tmp_path / "go", tmp_path / "out"
+    child = _writer(_target(svc, backend_name), "append", one.ref.artifact_id, go, out, embedding="none")
+    try:
+        _gate_once(svc.backend, gated, go, out, monkeypatch)
+        await work()
+        monkeypatch.undo()
+        return _finish(child, out)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
 @pytest.mark.fresh_database  # a writer process that a kill may leave holding locks
 async def test_a_commit_inside_the_analyzer_migration_is_refused(open_service, backend_name, tmp_path, monkeypatch):
     """Stop 51's leftover of issue 43 item 1: the analyzer migration read the head rows
@@ -227,17 +243,8 @@ async def test_a_commit_inside_the_analyzer_migration_is_refused(open_service, b
     and a child without a model: the race is about heads and rows, not vectors."""
     svc = await open_service(ids=SequentialIds())
     one, _ = await _two_memories(svc)
-    go, out = tmp_path / "go", tmp_path / "out"
-    child = _writer(_target(svc, backend_name), "append", one.ref.artifact_id, go, out, embedding="none")
-    try:
-        _gate_once(svc.backend, "_versions", go, out, monkeypatch)
-        await svc.rebuild_projections(analyzer="v1")
-        monkeypatch.undo()
-        outcome = _finish(child, out)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    outcome = await _race(svc, backend_name, one, tmp_path, monkeypatch, "_versions",
+                          lambda: svc.rebuild_projections(analyzer="v1"))
     assert outcome == "AnalyzerMismatchError", outcome
     assert [r.revision for r in await svc.memories()] == [one.ref.revision, 1]  # nothing of the child's landed
     await _verified(svc)
@@ -252,17 +259,8 @@ async def test_a_commit_during_a_rebuild_waits_for_it_and_keeps_its_rows(open_se
     whole: its entry searchable and the Memory verified (full text, as above)."""
     svc = await open_service(ids=SequentialIds())
     one, _ = await _two_memories(svc)
-    go, out = tmp_path / "go", tmp_path / "out"
-    child = _writer(_target(svc, backend_name), "append", one.ref.artifact_id, go, out, embedding="none")
-    try:
-        _gate_once(svc.backend, "_read_projection", go, out, monkeypatch)
-        await svc.rebuild_projections(one)
-        monkeypatch.undo()
-        outcome = _finish(child, out)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    outcome = await _race(svc, backend_name, one, tmp_path, monkeypatch, "_read_projection",
+                          lambda: svc.rebuild_projections(one))
     assert outcome == "committed", outcome
     head = await svc.head(one.ref.artifact_id)
     assert head.revision == one.ref.revision + 1
