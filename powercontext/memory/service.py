@@ -389,7 +389,9 @@ class MemoryService(MemorySearch):
         """Offline maintenance: rebuild the FTS and vector projections of each Memory
         (default: all) from its authoritative head, re-validating manifest membership
         and hashes. Restores vector/hybrid search once every vector is back. Pause
-        writes while it runs: a concurrent commit makes it raise RevisionConflictError.
+        writes while it runs: a commit after it read a head and before its write
+        transaction makes it raise RevisionConflictError (one during the transaction
+        waits for it).
 
         ``analyzer="v2"`` is the analyzer migration instead: one transaction re-analyzes
         every head row of every Memory of the database, rewrites ``searchable_text`` and
