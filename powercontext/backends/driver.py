@@ -88,21 +88,16 @@ def _connection_class():
     from pymysql.connections import Connection
 
     class _Connection(Connection):
+        preferred_tls = None  # two threads racing to build it build two equal contexts: harmless
+
         def _create_ssl_ctx(self, sslp):
-            if sslp == {}:
-                return _preferred_tls_context(lambda: super(_Connection, self)._create_ssl_ctx({}))
-            return super()._create_ssl_ctx(sslp)
+            if sslp != {}:
+                return super()._create_ssl_ctx(sslp)
+            if _Connection.preferred_tls is None:
+                _Connection.preferred_tls = super()._create_ssl_ctx(sslp)
+            return _Connection.preferred_tls
 
     return _Connection
-
-
-_PREFERRED_TLS: list = []
-
-
-def _preferred_tls_context(build):
-    if not _PREFERRED_TLS:  # two threads racing here build two equal contexts: harmless
-        _PREFERRED_TLS.append(build())
-    return _PREFERRED_TLS[0]
 
 
 def is_connection_lost(exc: BaseException, connecting: bool = False) -> bool:
