@@ -35,6 +35,7 @@ _EXISTS = {
     "sqlite": "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
     "oceanbase": "SELECT 1 FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?",
 }
+_NO_SUCH_TABLE = 1146  # MySQL's ER_NO_SUCH_TABLE, as OceanBase answers it
 
 # Rows are ordered by when the search was asked (taken before the append was queued),
 # then by id: appends run on several worker threads on OceanBase and may land out of
@@ -133,36 +134,30 @@ class SearchLogTable:
     def _exists(self, tx: Any) -> bool:
         return self._ready or bool(self._backend._rows(tx, _EXISTS[self._backend.name], (TABLE,)))
 
+    def _on_table(self, tx: Any, statement, empty):
+        """``statement()`` when the log's table is there to read, else ``empty``: a log
+        nobody has written creates nothing. On OceanBase the catalogue lists a table
+        another PROCESS is still creating (the lock above serialises this one's threads
+        only), or was SIGKILLed creating, before a statement can use it: that statement's
+        "doesn't exist" (ER_NO_SUCH_TABLE) is the same empty log — make test's crash loop
+        once got BackendUnavailableError from it."""
+        if not self._exists(tx):
+            return empty
+        try:
+            return statement()
+        except Exception as exc:  # noqa: BLE001 - only ER_NO_SUCH_TABLE is an empty log
+            if exc.args and exc.args[0] == _NO_SUCH_TABLE:
+                return empty
+            raise
+
     def _read_sync(self, since_us: int | None, limit: int) -> list[tuple[int, str]]:
         where, params = ("WHERE logged_at_us >= ?", (since_us,)) if since_us is not None else ("", ())
         with self._not_creating(), self._backend._transaction(write=False) as tx:
-            if not self._exists(tx):
-                return []
-            try:
-                rows = self._backend._rows(
-                    tx, f"SELECT id, record FROM {TABLE} {where} {_NEWEST_FIRST} LIMIT {int(limit)}", params)
-            except Exception as exc:  # noqa: BLE001 - only the one below is an empty log
-                if _still_being_created(exc):
-                    return []
-                raise
+            rows = self._on_table(tx, lambda: self._backend._rows(
+                tx, f"SELECT id, record FROM {TABLE} {where} {_NEWEST_FIRST} LIMIT {int(limit)}", params), [])
         return [(int(i), str(r)) for i, r in reversed(rows)]
 
     def _clear_sync(self, before_us: int | None) -> int:
         where, params = ("WHERE logged_at_us < ?", (before_us,)) if before_us is not None else ("", ())
         with self._not_creating(), self._log_transaction() as tx:
-            if not self._exists(tx):
-                return 0
-            try:
-                return self._backend._count(tx, f"DELETE FROM {TABLE} {where}", params)
-            except Exception as exc:  # noqa: BLE001 - only the one below is an empty log
-                if _still_being_created(exc):
-                    return 0
-                raise
-
-
-def _still_being_created(exc: BaseException) -> bool:
-    """OceanBase's "table doesn't exist" (ER_NO_SUCH_TABLE, 1146) for a table its
-    catalogue already lists: another PROCESS is creating it (the lock above serialises
-    this one's threads only), or was SIGKILLed creating it — seen once in make test's
-    crash loop, where the reader got BackendUnavailableError. Nothing was logged yet."""
-    return bool(getattr(exc, "args", None)) and exc.args[0] == 1146
+            return self._on_table(tx, lambda: self._backend._count(tx, f"DELETE FROM {TABLE} {where}", params), 0)
