@@ -99,6 +99,24 @@ async def _searchable_and_verified(svc):
     await _verified(svc)
 
 
+def _gate_once(backend, name, go, out, monkeypatch):
+    """The first call of ``backend.<name>`` opens the child's gate from inside the
+    caller's write transaction and gives the child 3 s to finish (a child that waits
+    for this transaction's locks does not)."""
+    original, opened = getattr(backend, name), []
+
+    def gate(*args):
+        if not opened:
+            opened.append(True)
+            go.touch()
+            deadline = time.monotonic() + 3.0
+            while not out.exists() and time.monotonic() < deadline:
+                time.sleep(0.02)
+        return original(*args)
+
+    monkeypatch.setattr(backend, name, gate)
+
+
 @pytest.mark.parametrize("mode", ["append", "create"])
 @pytest.mark.fresh_database  # a writer process that a kill may leave holding locks
 async def test_a_commit_inside_the_migrations_write_transaction_is_refused(
@@ -110,17 +128,8 @@ async def test_a_commit_inside_the_migrations_write_transaction_is_refused(
         go, out = tmp_path / f"go{race}", tmp_path / f"out{race}"
         child = _writer(_target(svc, backend_name), mode, one.ref.artifact_id, go, out)
         try:
-            backend = svc.backend
-            last_statement = backend._bump_projection_generation  # the migration's last write
-
-            def gate(tx):
-                go.touch()  # the child commits now, while this transaction is open
-                deadline = time.monotonic() + 3.0
-                while not out.exists() and time.monotonic() < deadline:
-                    time.sleep(0.02)
-                return last_statement(tx)
-
-            monkeypatch.setattr(backend, "_bump_projection_generation", gate)
+            # the migration's last write: the child commits then, while this transaction is open
+            _gate_once(svc.backend, "_bump_projection_generation", go, out, monkeypatch)
             await svc.migrate_embedding(e5, progress=False)
             monkeypatch.undo()
             outcome = _finish(child, out)
@@ -198,24 +207,6 @@ async def test_a_migration_finishes_while_another_process_keeps_writing(
 
 
 CHILD_TEXT = "Written during the migration's write transaction."  # what migration_writer's append commits
-
-
-def _gate_once(backend, name, go, out, monkeypatch):
-    """The first call of ``backend.<name>`` opens the child's gate from inside the
-    caller's write transaction and gives the child 3 s to finish (a child that waits
-    for this transaction's locks does not)."""
-    original, opened = getattr(backend, name), []
-
-    def gate(*args):
-        if not opened:
-            opened.append(True)
-            go.touch()
-            deadline = time.monotonic() + 3.0
-            while not out.exists() and time.monotonic() < deadline:
-                time.sleep(0.02)
-        return original(*args)
-
-    monkeypatch.setattr(backend, name, gate)
 
 
 async def _race(svc, backend_name, one, tmp_path, monkeypatch, gated: str, work) -> str:
