@@ -169,12 +169,49 @@ def _cache_numba_containers() -> None:
     _cache_numba_containers.done = True
 
 
-def _ranx_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]], name: str):
+#: Hex digits of a document's stand-in id (below): room for 4 billion documents.
+_STAND_IN_WIDTH = 8
+
+
+def _stand_ins(qrels: Mapping[str, Mapping[str, int]], runs: Sequence[Mapping[str, Sequence[str]]]) -> dict[str, str]:
+    """Each document id of ``qrels`` and ``runs`` → a fixed-width stand-in (``00000000``,
+    ``00000001`` …), one mapping for all of them.
+
+    ranx keeps document ids in numpy arrays whose dtype is the longest id's width (``<U8``
+    for ``atl-0007``), and numba compiles its functions once per width: each corpus whose
+    longest id had a new length paid ~40 s of JIT on its first scoring in a venv (a
+    test's ``d0``…``d24`` after setup had compiled ``a``, ``b``). Through stand-ins of
+    one width, what ``compile_ranx`` caches at setup serves every corpus. The mapping is
+    one-to-one and the same for qrels and runs, and a run's scores are strictly
+    decreasing, so every match, rank and metric is what the real ids give."""
+    ids: dict[str, str] = {}
+    for judged in qrels.values():
+        for doc in judged:
+            if doc not in ids:
+                ids[doc] = format(len(ids), f"0{_STAND_IN_WIDTH}x")
+    for run in runs:
+        for docs in run.values():
+            for doc in docs:
+                if doc not in ids:
+                    ids[doc] = format(len(ids), f"0{_STAND_IN_WIDTH}x")
+    return ids
+
+
+def _ranx_qrels(qrels: Mapping[str, Mapping[str, int]], ids: Mapping[str, str]):
+    from ranx import Qrels
+
+    _cache_numba_containers()
+    return Qrels.from_dict({q: {ids[d]: g for d, g in judged.items()} for q, judged in qrels.items() if judged})
+
+
+def _ranx_run(run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]], name: str,
+              ids: Mapping[str, str]):
     from ranx import Run
 
     _cache_numba_containers()
     # Strictly decreasing scores that keep our order (ranx re-sorts by score).
-    scores = {q: {doc: float(len(docs) - i) for i, doc in enumerate(docs)} for q, docs in run.items() if q in qrels}
+    scores = {q: {ids[doc]: float(len(docs) - i) for i, doc in enumerate(docs)} for q, docs in run.items()
+              if q in qrels}
     r = Run.from_dict({q: d for q, d in scores.items() if d}, name=name) if any(scores.values()) else Run(name=name)
     return r
 
@@ -183,11 +220,11 @@ def ranx_scores(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Sequen
                 metrics: Sequence[str] = RANX_METRICS, name: str = "run") -> dict[str, dict[str, float]]:
     """Per-query ranx scores {metric: {query_id: value}} over the queries in ``qrels``
     (positive queries); an empty or missing ranking scores 0."""
-    from ranx import Qrels, evaluate
+    from ranx import evaluate
 
-    _cache_numba_containers()
-    q = Qrels.from_dict({k: dict(v) for k, v in qrels.items() if v})
-    r = _ranx_run(run, qrels, name).make_comparable(q)
+    ids = _stand_ins(qrels, [run])
+    q = _ranx_qrels(qrels, ids)
+    r = _ranx_run(run, qrels, name, ids).make_comparable(q)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         evaluate(q, r, list(metrics), make_comparable=False)
@@ -200,11 +237,11 @@ def ranx_compare(qrels: Mapping[str, Mapping[str, int]], runs: Mapping[str, Mapp
     """``ranx.compare`` of named runs on the positive queries: mean scores and pairwise
     p-values (paired Student's t by default, as ranx computes them). Returns the ranx
     Report; ``report.to_dict()`` has the numbers."""
-    from ranx import Qrels, compare
+    from ranx import compare
 
-    _cache_numba_containers()
-    q = Qrels.from_dict({k: dict(v) for k, v in qrels.items() if v})
-    ranx_runs = [_ranx_run(run, qrels, name).make_comparable(q) for name, run in runs.items()]
+    ids = _stand_ins(qrels, list(runs.values()))
+    q = _ranx_qrels(qrels, ids)
+    ranx_runs = [_ranx_run(run, qrels, name, ids).make_comparable(q) for name, run in runs.items()]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return compare(qrels=q, runs=ranx_runs, metrics=list(metrics), stat_test=stat_test, max_p=max_p,
@@ -213,7 +250,8 @@ def ranx_compare(qrels: Mapping[str, Mapping[str, int]], runs: Mapping[str, Mapp
 
 def compile_ranx() -> None:
     """Compile what scoring runs through numba (ranx's metrics and paired test, numba's
-    typed Dict and List) into the on-disk cache, on a two-query example. ``make setup``
+    typed Dict and List) into the on-disk cache, on a two-query example — through the
+    stand-in ids every scoring uses, so it serves every corpus. ``make setup``
     calls it once per venv: without it the first process that scores anything — the
     first sweep, notebook kernel or test worker — spends ~80 s of CPU compiling (measured
     on this project's 2-core machine), and two processes starting together both do."""
