@@ -47,9 +47,22 @@ def _until(predicate, timeout: float) -> bool:
     return False
 
 
-def _in_private_namespace_and_serving(server_dir) -> bool:
-    isolated = [pid for pid in seekdb_processes(server_dir) if not in_own_network(pid)]
-    return bool(isolated) and (server_dir / "run" / "sql.sock").exists()
+def _in_private_namespace(server_dir) -> bool:
+    return any(not in_own_network(pid) for pid in seekdb_processes(server_dir))
+
+
+def _hold_in_private_phase(cli: subprocess.Popen, server_dir) -> None:
+    """Stop the CLI (SIGSTOP) as soon as its first-start server exists in the private
+    namespace, then wait until that server serves. Polling for "private and serving"
+    alone missed the phase under load — a /proc scan outlasted the half second between
+    the socket appearing and the lockdown's end — and caught instead a private seekdb
+    the kernel had not yet ended, after the CLI had finished (exit status 0, nothing
+    signalled). Held, the CLI cannot leave the phase; the server boots on its own."""
+    assert _until(lambda: cli.poll() is not None or _in_private_namespace(server_dir), 120), "no private-namespace start"
+    cli.send_signal(signal.SIGSTOP)
+    assert cli.poll() is None, cli.communicate(timeout=60)
+    assert not (server_dir / LOCKED_FILE).exists(), "the start had left its private namespace when it was held"
+    assert _until(lambda: (server_dir / "run" / "sql.sock").exists(), 120), "the private server never served"
 
 
 class Prober:
@@ -82,8 +95,9 @@ def test_a_first_start_killed_in_its_private_namespace_is_recoverable(server_dir
     port = free_port()
     cli = subprocess.Popen([*CLI, "start", "--dir", str(server_dir), "--port", str(port)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert _until(lambda: _in_private_namespace_and_serving(server_dir), 120), cli.communicate(timeout=60)
+    _hold_in_private_phase(cli, server_dir)
     cli.send_signal(sig)
+    cli.send_signal(signal.SIGCONT)  # a held SIGTERM is handled once the CLI runs again
     cli.communicate(timeout=60)
     assert cli.returncode in (-signal.SIGKILL, 128 + signal.SIGTERM), cli.returncode
     assert (server_dir / PASSWORD_FILE).exists() and not (server_dir / LOCKED_FILE).exists()
@@ -126,7 +140,7 @@ def test_a_start_replaces_what_an_interrupted_start_left(server_dir):
               "t = threading.Thread(target=lambda: SeekdbServer(sys.argv[1], detach=True).start())\n"
               "t.start(); t.join()\n")
     child = subprocess.Popen([sys.executable, "-c", script, str(server_dir)])
-    assert _until(lambda: _in_private_namespace_and_serving(server_dir), 120)
+    _hold_in_private_phase(child, server_dir)
     child.send_signal(signal.SIGKILL)
     child.wait(60)
     time.sleep(0.5)
