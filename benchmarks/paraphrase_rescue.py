@@ -38,12 +38,12 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eval.corpora.datasets import resolve_datasets  # noqa: E402
-from eval.running.collect import collect  # noqa: E402
-from eval.scoring.sweep import Replay  # noqa: E402
-from powercontext.memory.admission import AdmissionPolicy  # noqa: E402
 from powercontext.e5 import E5_PROFILE  # noqa: E402
 from powercontext.embedding import MINILM_PROFILE  # noqa: E402
+from powercontext.eval.corpora.datasets import resolve_datasets  # noqa: E402
+from powercontext.eval.running.collect import collect  # noqa: E402
+from powercontext.eval.scoring.sweep import Replay  # noqa: E402
+from powercontext.memory.admission import AdmissionPolicy  # noqa: E402
 
 THRESHOLDS = (8.0, 7.0, 6.0, 5.5, 5.0, 4.5, 4.0, 3.5, 3.0)
 BOUND = 0.30
@@ -67,9 +67,9 @@ def lead_z(candidates: pd.DataFrame, signal: str, qrels) -> pd.DataFrame:
 
 
 def per_query(embedding: str, out: Path) -> pd.DataFrame:
-    collected = asyncio.run(collect(resolve_datasets("all"), backends=("sqlite",), modes=("fts", "vector", "hybrid"),
-                                    out=out, max_limit=10, embedding=embedding, progress=False, spot_queries=0,
-                                    reuse=True))
+    corpora = resolve_datasets("all", root=ROOT / "datasets")
+    collected = asyncio.run(collect(corpora, backends=("sqlite",), modes=("fts", "vector", "hybrid"), out=out,
+                                    max_limit=10, embedding=embedding, progress=False, spot_queries=0, reuse=True))
     default = AdmissionPolicy.default_for(PROFILES[embedding].profile_id)
     cands = collected.candidates
     retrievals = collected.retrievals[collected.retrievals["mode"] == "hybrid"]

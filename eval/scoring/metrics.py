@@ -18,6 +18,7 @@ admission.
 
 from __future__ import annotations
 
+import itertools
 import math
 import warnings
 from dataclasses import dataclass
@@ -184,17 +185,9 @@ def _stand_ins(qrels: Mapping[str, Mapping[str, int]], runs: Sequence[Mapping[st
     one width, what ``compile_ranx`` caches at setup serves every corpus. The mapping is
     one-to-one and the same for qrels and runs, and a run's scores are strictly
     decreasing, so every match, rank and metric is what the real ids give."""
-    ids: dict[str, str] = {}
-    for judged in qrels.values():
-        for doc in judged:
-            if doc not in ids:
-                ids[doc] = format(len(ids), f"0{_STAND_IN_WIDTH}x")
-    for run in runs:
-        for docs in run.values():
-            for doc in docs:
-                if doc not in ids:
-                    ids[doc] = format(len(ids), f"0{_STAND_IN_WIDTH}x")
-    return ids
+    every = dict.fromkeys(itertools.chain((doc for judged in qrels.values() for doc in judged),
+                                          (doc for run in runs for docs in run.values() for doc in docs)))
+    return {doc: format(i, f"0{_STAND_IN_WIDTH}x") for i, doc in enumerate(every)}
 
 
 def _ranx_qrels(qrels: Mapping[str, Mapping[str, int]], ids: Mapping[str, str]):
