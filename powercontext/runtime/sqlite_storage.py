@@ -15,10 +15,10 @@ from typing import Any, Iterator
 
 import apsw
 
+from ..backends.sqlite.journal import BUSY_TIMEOUT_MS, enter_wal
 from ..errors import InvalidRuntimeRequestError, shown
 from .sql_storage import SQLRuntimeStorage
 
-BUSY_TIMEOUT_MS = 10_000
 MEMORY = ":memory:"
 
 _DDL = """
@@ -126,7 +126,7 @@ class SQLiteRuntimeStorage(SQLRuntimeStorage):
         con.set_busy_timeout(BUSY_TIMEOUT_MS)
         self._con = con
         if self.path != MEMORY:
-            con.execute("PRAGMA journal_mode=WAL")
+            enter_wal(con, BUSY_TIMEOUT_MS)
         with self._transaction(write=True) as tx:
             tx.execute(_DDL)
             self._check_schema_version(tx)

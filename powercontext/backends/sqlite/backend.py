@@ -29,10 +29,10 @@ from ..portable import PortableSQL, marks
 from ..rules import SCHEMA_VERSION_KEY, check_schema_version, lineage_hash, schema_records
 from ... import analyzer
 from .bulk import LargeCommitCache
+from .journal import BUSY_TIMEOUT_MS, enter_wal
 from .search import SQLiteSearch, load_vec
 
 MIN_SQLITE = (3, 38, 0)
-BUSY_TIMEOUT_MS = 10_000
 # Analyzer tokens are runs of letters, marks, digits and private-use characters, or
 # u_/b_ CJK tokens: FTS5 must keep exactly those whole (``_`` included) and must not
 # fold diacritics on its own, so that its tokens equal analyzer.tokens() split.
@@ -139,19 +139,31 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_entry_search_vector USING vec0(embeddi
 """
 
 
-def _create_private(path: str) -> None:
+def _create_private(path: str) -> bool:
     """Create the database file 0600 if it does not exist (SQLite gives its -wal and
-    -shm files the same mode). A missing parent directory is refused, not created: a
-    typo in a path must not silently make a new tree."""
+    -shm files the same mode); True when this call created it (``O_EXCL``: of two
+    processes opening one new path, exactly one). A missing parent directory is refused,
+    not created: a typo in a path must not silently make a new tree."""
     parent = Path(path).parent
     if not parent.is_dir():
         raise BackendUnavailableError(
             f"cannot create SQLite database {path!r}: directory {str(parent)!r} does not exist; create it first"
         )
-    try:
-        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
-    except OSError as exc:
-        raise BackendUnavailableError(f"cannot create SQLite database {path!r}: {exc.strerror}") from None
+    for flags in (os.O_CREAT | os.O_EXCL, os.O_CREAT):
+        try:
+            os.close(os.open(path, os.O_RDWR | flags, 0o600))
+            return bool(flags & os.O_EXCL)
+        except FileExistsError:  # there already, or a symlink (opened through, as before, but not ours)
+            continue
+        except OSError as exc:
+            raise BackendUnavailableError(f"cannot create SQLite database {path!r}: {exc.strerror}") from None
+    raise AssertionError("unreachable: the second open does not use O_EXCL")
+
+
+def _nothing_written(path: str) -> bool:
+    """The file holds no page and no WAL frame: no connection has written to it. (In WAL
+    mode the first writes land in -wal, so the main file alone does not tell.)"""
+    return all(not os.path.exists(path + suffix) or os.path.getsize(path + suffix) == 0 for suffix in ("", "-wal"))
 
 
 def _float32(values: Sequence[float]) -> bytes:
@@ -188,19 +200,19 @@ class SQLiteMemoryBackend(LargeCommitCache, SQLiteSearch, PortableSQL, DatabaseM
             raise BackendUnavailableError(
                 f"SQLite {apsw.sqlite_lib_version()} is too old: PowerContext needs 3.38.0+ (FTS5 and vec0 APIs)"
             )
-        created = self.path != ":memory:" and not os.path.lexists(self.path)
-        if self.path != ":memory:":
-            _create_private(self.path)
+        created = self.path != ":memory:" and _create_private(self.path)
         # The connection is created and used only on the worker thread. A file that is
         # not a database (or not ours) is refused with the connection closed, and a file
-        # this call created is removed again: a refused open leaves nothing behind.
+        # this call created is removed again: a refused open leaves nothing behind. Not
+        # once anything was written to it: then another process opening the same new
+        # path won the race and is using the file.
         try:
             self._executor.submit(self._open_sync).result()
         except BaseException as exc:
             self._executor.submit(self._close_quietly).result()
             self._executor.shutdown(wait=True)
             self._closed = True
-            if created:
+            if created and _nothing_written(self.path):
                 for suffix in ("", "-wal", "-shm", "-journal"):
                     with contextlib.suppress(OSError):
                         os.unlink(self.path + suffix)
@@ -226,7 +238,7 @@ class SQLiteMemoryBackend(LargeCommitCache, SQLiteSearch, PortableSQL, DatabaseM
         cur = con.cursor()
         self._refuse_newer_layout(cur)  # before the first write, the journal-mode pragma included
         if self.path != ":memory:":
-            cur.execute("PRAGMA journal_mode=WAL")
+            enter_wal(con, BUSY_TIMEOUT_MS)
         cur.execute("PRAGMA foreign_keys=ON")
         self._con = con
         self._vector_tables = False
