@@ -8,6 +8,7 @@ round a new file both open at one instant: the old code failed about one round i
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import apsw
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUNDS = 16
@@ -73,8 +75,6 @@ def _stored_dimension(path: Path) -> int:
         ((profile,),) = con.execute("SELECT value FROM powercontext_schema WHERE key = 'embedding_profile'")
     finally:
         con.close()
-    import json
-
     return int(json.loads(profile)["dimension"])
 
 
@@ -96,3 +96,23 @@ def test_the_loser_of_a_race_for_a_new_file_leaves_the_winners_file_in_place(tmp
         (loser,) = [line for line in first + second if line.startswith(f"TYPED {i} ")]
         assert "BackendUnavailableError" in loser and "profile" in loser, loser
         assert _stored_dimension(tmp_path / f"race-{i}.db") == winners[0]
+
+
+def test_a_new_file_refused_during_its_first_open_is_still_removed(tmp_path, monkeypatch):
+    """The other side of the rule above: alone, a refused open of a file it created leaves
+    nothing behind, even after the switch into WAL wrote its header page. (A refused
+    capability probe is planted: a real SQLite build without whole-token FTS5 is not
+    available here.)"""
+    import powercontext.backends.sqlite.backend as sqlite_backend
+    from powercontext.errors import BackendUnavailableError
+
+    probe = sqlite_backend.SQLiteMemoryBackend._probe_fts
+
+    def refused(self, tx):
+        probe(self, tx)
+        raise apsw.SQLError("planted: the FTS5 probe is refused")
+
+    monkeypatch.setattr(sqlite_backend.SQLiteMemoryBackend, "_probe_fts", refused)
+    with pytest.raises(BackendUnavailableError, match="planted"):
+        sqlite_backend.SQLiteMemoryBackend(tmp_path / "new.db")
+    assert os.listdir(tmp_path) == []

@@ -160,10 +160,22 @@ def _create_private(path: str) -> bool:
     raise AssertionError("unreachable: the second open does not use O_EXCL")
 
 
-def _nothing_written(path: str) -> bool:
-    """The file holds no page and no WAL frame: no connection has written to it. (In WAL
-    mode the first writes land in -wal, so the main file alone does not tell.)"""
-    return all(not os.path.exists(path + suffix) or os.path.getsize(path + suffix) == 0 for suffix in ("", "-wal"))
+def _holds_no_table(path: str) -> bool:
+    """No connection has committed a table to the file (its size does not tell: the switch
+    into WAL writes a header page before any table exists). Unreadable counts as holding
+    one: the file is then left alone."""
+    try:
+        con = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
+    except apsw.Error:
+        return False
+    try:
+        con.set_busy_timeout(BUSY_TIMEOUT_MS)
+        ((tables,),) = con.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+        return tables == 0
+    except apsw.Error:
+        return False
+    finally:
+        con.close()
 
 
 def _float32(values: Sequence[float]) -> bytes:
@@ -204,15 +216,15 @@ class SQLiteMemoryBackend(LargeCommitCache, SQLiteSearch, PortableSQL, DatabaseM
         # The connection is created and used only on the worker thread. A file that is
         # not a database (or not ours) is refused with the connection closed, and a file
         # this call created is removed again: a refused open leaves nothing behind. Not
-        # once anything was written to it: then another process opening the same new
-        # path won the race and is using the file.
+        # once it holds a table: then another process opening the same new path won the
+        # race (this one was refused, e.g. for another profile) and is using the file.
         try:
             self._executor.submit(self._open_sync).result()
         except BaseException as exc:
             self._executor.submit(self._close_quietly).result()
             self._executor.shutdown(wait=True)
             self._closed = True
-            if created and _nothing_written(self.path):
+            if created and _holds_no_table(self.path):
                 for suffix in ("", "-wal", "-shm", "-journal"):
                     with contextlib.suppress(OSError):
                         os.unlink(self.path + suffix)
@@ -259,7 +271,9 @@ class SQLiteMemoryBackend(LargeCommitCache, SQLiteSearch, PortableSQL, DatabaseM
             self._migrate_fts_layout(tx, stored)
             if stored and "vector_sums" not in stored:  # created before c̄ was kept
                 self._backfill_vector_sums(tx)
-        self._probe_fts()
+            # In the schema's own transaction: a refused probe leaves a new file unwritten,
+            # so the refused open removes it (see __init__).
+            self._probe_fts(tx)
 
     def _refuse_newer_layout(self, cur: Any) -> None:
         """SchemaTooNewError for a file a newer library wrote (read without writing)."""
@@ -312,18 +326,17 @@ class SQLiteMemoryBackend(LargeCommitCache, SQLiteSearch, PortableSQL, DatabaseM
         )
         self._vector_tables = True
 
-    def _probe_fts(self) -> None:
+    def _probe_fts(self, tx: Any) -> None:
         """Capability comes from a real round trip, not from compile options."""
-        with self._transaction(write=True) as tx:
-            tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (-1, 'u_4e2d probe')")
-            # rowid = -1 only: stored entries may contain the probe token too (any 中)
-            hit = tx.execute(
-                "SELECT rowid FROM memory_entry_search_fts WHERE memory_entry_search_fts MATCH ? AND rowid = -1",
-                ('"u_4e2d"',),
-            ).fetchall()
-            # external content: FTS5 cannot read this row's text back, so it is given
-            tx.execute("INSERT INTO memory_entry_search_fts (memory_entry_search_fts, rowid, searchable_text) "
-                       "VALUES ('delete', -1, 'u_4e2d probe')")
+        tx.execute("INSERT INTO memory_entry_search_fts (rowid, searchable_text) VALUES (-1, 'u_4e2d probe')")
+        # rowid = -1 only: stored entries may contain the probe token too (any 中)
+        hit = tx.execute(
+            "SELECT rowid FROM memory_entry_search_fts WHERE memory_entry_search_fts MATCH ? AND rowid = -1",
+            ('"u_4e2d"',),
+        ).fetchall()
+        # external content: FTS5 cannot read this row's text back, so it is given
+        tx.execute("INSERT INTO memory_entry_search_fts (memory_entry_search_fts, rowid, searchable_text) "
+                   "VALUES ('delete', -1, 'u_4e2d probe')")
         if hit != [(-1,)]:
             raise BackendUnavailableError("FTS5 probe failed: analyzer tokens are not indexed whole")
 
