@@ -2,7 +2,8 @@
 (oceanbase/first_load.py): the index is dropped before the commit and created after
 it, a load into a table that already holds rows keeps it, searches find the same as
 after a load that kept the index row by row, and a process killed between the drop
-and the re-creation leaves a database whose next open creates the index."""
+and the re-creation leaves a database whose next open creates the index — waiting, if
+the server is still finishing the drop."""
 
 from __future__ import annotations
 
@@ -107,5 +108,44 @@ async def test_a_first_load_killed_without_its_index_is_mended_by_the_next_open(
             found = await svc.search("who owns the release checklist", (rev,), mode="hybrid")
             assert found.hits and found.mode == "hybrid"
             assert (await svc.verify(rev)).ok
+    finally:
+        drop_database(oceanbase_url, url.rsplit("/", 1)[-1])
+
+
+async def test_an_open_while_the_old_index_is_still_being_dropped_waits_and_creates_it(oceanbase_url, minilm):
+    """The CI failure of the test above: the loader was killed just after its DROP INDEX
+    left DBA_OBJECTS, the server was still finishing the drop (~0.5 s here), and the next
+    open's CREATE was refused ("create vector index on column has vector index is not
+    supported"). Here the drop is in flight on a connection of its own when the index is
+    ensured; it failed 4 of 4 times before the wait."""
+    import threading
+
+    import pymysql
+
+    from powercontext.backends.oceanbase.backend import parse_url
+
+    url = database_url(oceanbase_url, "pc_" + uuid.uuid4().hex[:16])
+    try:
+        async with await pc.open(url, embedding=minilm) as svc:
+            before = await _vector_index_id(svc)
+            params = parse_url(url)
+            dropper = pymysql.connect(host=params["host"], port=params["port"], user=params["user"],
+                                      password=params["password"], database=params["database"], autocommit=True)
+            drop = threading.Thread(target=lambda: dropper.cursor().execute(
+                "DROP INDEX vidx_memory_entry_heads_embedding ON memory_entry_heads"))
+            drop.start()
+            try:
+                deadline = time.monotonic() + 60
+                while await _vector_index_id(svc) is not None and time.monotonic() < deadline:
+                    await asyncio.sleep(0.005)
+                assert await _vector_index_id(svc) is None, "the drop never began"
+                await svc.backend._run(svc.backend._ensure_vector_index)
+            finally:
+                drop.join(timeout=60)
+                dropper.close()
+            after = await _vector_index_id(svc)
+            assert after is not None and after != before  # a new index, made after the drop finished
+            rev = await svc.remember(None, entries=tuple(E("fact", t) for t in TEXTS[:40]))
+            assert (await svc.search("who owns the release checklist", (rev,), mode="vector")).hits
     finally:
         drop_database(oceanbase_url, url.rsplit("/", 1)[-1])

@@ -21,6 +21,7 @@ exact. ``open()`` creates the index if it is missing (``_ensure_vector_index``).
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,13 @@ VECTOR_INDEX_WITH = "WITH (distance=L2, type=hnsw)"
 # MySQL codes: 1091 the index to drop is not there, 1061 the index to create is
 # (another process's first load dropped or created it first)
 _NO_SUCH_INDEX, _DUPLICATE_INDEX = 1091, 1061
+# 1235 "create vector index on column has vector index is not supported": the column's
+# old index is still being dropped. The server finishes a DROP INDEX on its own, ~0.5 s
+# here, after the index has left SHOW INDEX and DBA_OBJECTS — also when its client was
+# killed, which is how the next open() meets it (a CI failure: the open was refused).
+_INDEX_STILL_GOING, _STILL_GOING_TEXT = 1235, "has vector index"
+#: How long the re-creation waits for such a drop to finish before the refusal stands.
+INDEX_DDL_SETTLE_S = 60.0
 
 
 class FirstLoad:
@@ -72,16 +80,25 @@ class FirstLoad:
         return True
 
     def _ensure_vector_index(self) -> None:
-        """Create the HNSW index, with two threads, if the head table lacks it."""
+        """Create the HNSW index, with two threads, if the head table lacks it; while an
+        earlier DROP of it is still finishing on the server, wait for that first."""
         if not self._vector_column:
             return
+        deadline, pause = time.monotonic() + INDEX_DDL_SETTLE_S, 0.05
         with self._connection().cursor() as cur:
-            cur.execute(f"SHOW INDEX FROM memory_entry_heads WHERE Key_name = '{VECTOR_INDEX}'")
-            if cur.fetchall():
-                return
-            try:
-                cur.execute(f"CREATE /*+ PARALLEL(2) */ VECTOR INDEX {VECTOR_INDEX} ON memory_entry_heads (embedding) "
-                            f"{VECTOR_INDEX_WITH}")
-            except self._pymysql.err.MySQLError as exc:
-                if not (exc.args and exc.args[0] == _DUPLICATE_INDEX):
-                    raise
+            while True:
+                cur.execute(f"SHOW INDEX FROM memory_entry_heads WHERE Key_name = '{VECTOR_INDEX}'")
+                if cur.fetchall():
+                    return
+                try:
+                    cur.execute(f"CREATE /*+ PARALLEL(2) */ VECTOR INDEX {VECTOR_INDEX} ON memory_entry_heads "
+                                f"(embedding) {VECTOR_INDEX_WITH}")
+                    return
+                except self._pymysql.err.MySQLError as exc:
+                    if exc.args and exc.args[0] == _DUPLICATE_INDEX:
+                        return
+                    dropping = exc.args[:1] == (_INDEX_STILL_GOING,) and _STILL_GOING_TEXT in str(exc)
+                    if not dropping or time.monotonic() >= deadline:
+                        raise
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
