@@ -3,8 +3,9 @@ test_tampered_state: both Runtimes were refused with ``database is locked`` and 
 was scheduled). SQLite refuses the switch into WAL at once, busy timeout or not, when
 another connection is switching the same file; and the loser of that race used to delete
 the file it believed it had created while the winner was writing to it (``disk I/O
-error`` in the winner). Each test runs many rounds in two long-lived processes, each
-round a new file both open at one instant: the old code failed about one round in five."""
+error`` in the winner). The two race tests run many rounds in two long-lived processes,
+each round a new file both open at one instant: the old code failed about one round in
+five. The third keeps the rule's other side: alone, a refused open still removes its file."""
 
 from __future__ import annotations
 
