@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import apsw
 
-from ..backends.sqlite.journal import BUSY_TIMEOUT_MS, enter_wal
+from ..backends.sqlite.database_file import BUSY_TIMEOUT_MS, enter_wal
 from ..errors import InvalidRuntimeRequestError, shown
 from .sql_storage import SQLRuntimeStorage
 

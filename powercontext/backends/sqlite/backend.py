@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import struct
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ from ..portable import PortableSQL, marks
 from ..rules import SCHEMA_VERSION_KEY, check_schema_version, lineage_hash, schema_records
 from ... import analyzer
 from .bulk import LargeCommitCache
-from .journal import BUSY_TIMEOUT_MS, enter_wal
+from .database_file import BUSY_TIMEOUT_MS, create_private, enter_wal, remove_if_unwritten
 from .search import SQLiteSearch, load_vec
 
 MIN_SQLITE = (3, 38, 0)
@@ -139,45 +138,6 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memory_entry_search_vector USING vec0(embeddi
 """
 
 
-def _create_private(path: str) -> bool:
-    """Create the database file 0600 if it does not exist (SQLite gives its -wal and
-    -shm files the same mode); True when this call created it (``O_EXCL``: of two
-    processes opening one new path, exactly one). A missing parent directory is refused,
-    not created: a typo in a path must not silently make a new tree."""
-    parent = Path(path).parent
-    if not parent.is_dir():
-        raise BackendUnavailableError(
-            f"cannot create SQLite database {path!r}: directory {str(parent)!r} does not exist; create it first"
-        )
-    for flags in (os.O_CREAT | os.O_EXCL, os.O_CREAT):
-        try:
-            os.close(os.open(path, os.O_RDWR | flags, 0o600))
-            return bool(flags & os.O_EXCL)
-        except FileExistsError:  # there already, or a symlink (opened through, as before, but not ours)
-            continue
-        except OSError as exc:
-            raise BackendUnavailableError(f"cannot create SQLite database {path!r}: {exc.strerror}") from None
-    raise AssertionError("unreachable: the second open does not use O_EXCL")
-
-
-def _holds_no_table(path: str) -> bool:
-    """No connection has committed a table to the file (its size does not tell: the switch
-    into WAL writes a header page before any table exists). Unreadable counts as holding
-    one: the file is then left alone."""
-    try:
-        con = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READWRITE)
-    except apsw.Error:
-        return False
-    try:
-        con.set_busy_timeout(BUSY_TIMEOUT_MS)
-        ((tables,),) = con.execute("SELECT count(*) FROM sqlite_schema").fetchall()
-        return tables == 0
-    except apsw.Error:
-        return False
-    finally:
-        con.close()
-
-
 def _float32(values: Sequence[float]) -> bytes:
     return vector_values.float32_bytes(values)
 
@@ -212,22 +172,19 @@ class SQLiteMemoryBackend(LargeCommitCache, SQLiteSearch, PortableSQL, DatabaseM
             raise BackendUnavailableError(
                 f"SQLite {apsw.sqlite_lib_version()} is too old: PowerContext needs 3.38.0+ (FTS5 and vec0 APIs)"
             )
-        created = self.path != ":memory:" and _create_private(self.path)
+        created = self.path != ":memory:" and create_private(self.path)
         # The connection is created and used only on the worker thread. A file that is
         # not a database (or not ours) is refused with the connection closed, and a file
-        # this call created is removed again: a refused open leaves nothing behind. Not
-        # once it holds a table: then another process opening the same new path won the
-        # race (this one was refused, e.g. for another profile) and is using the file.
+        # this call created is removed again (unless another process's open committed to
+        # it meanwhile: remove_if_unwritten): a refused open leaves nothing behind.
         try:
             self._executor.submit(self._open_sync).result()
         except BaseException as exc:
             self._executor.submit(self._close_quietly).result()
             self._executor.shutdown(wait=True)
             self._closed = True
-            if created and _holds_no_table(self.path):
-                for suffix in ("", "-wal", "-shm", "-journal"):
-                    with contextlib.suppress(OSError):
-                        os.unlink(self.path + suffix)
+            if created:
+                remove_if_unwritten(self.path)
             if isinstance(exc, apsw.Error):
                 raise BackendUnavailableError(
                     f"cannot open {self.path!r} as a PowerContext SQLite database: {type(exc).__name__}: {exc}"
