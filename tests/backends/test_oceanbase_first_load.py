@@ -117,23 +117,13 @@ async def test_an_open_while_the_old_index_is_still_being_dropped_waits_and_crea
     left DBA_OBJECTS, the server was still finishing the drop (~0.5 s here), and the next
     open's CREATE was refused ("create vector index on column has vector index is not
     supported"). Here the drop is in flight on a connection of its own when the index is
-    ensured; it failed 4 of 4 times before the wait."""
-    import threading
-
-    import pymysql
-
-    from powercontext.backends.oceanbase.backend import parse_url
-
+    ensured (another open service's connection drops it); it failed 4 of 4 times
+    before the wait."""
     url = database_url(oceanbase_url, "pc_" + uuid.uuid4().hex[:16])
     try:
-        async with await pc.open(url, embedding=minilm) as svc:
+        async with await pc.open(url, embedding=minilm) as svc, await pc.open(url, embedding=minilm) as dropper:
             before = await _vector_index_id(svc)
-            params = parse_url(url)
-            dropper = pymysql.connect(host=params["host"], port=params["port"], user=params["user"],
-                                      password=params["password"], database=params["database"], autocommit=True)
-            drop = threading.Thread(target=lambda: dropper.cursor().execute(
-                "DROP INDEX vidx_memory_entry_heads_embedding ON memory_entry_heads"))
-            drop.start()
+            drop = asyncio.create_task(sql(dropper, "DROP INDEX vidx_memory_entry_heads_embedding ON memory_entry_heads"))
             try:
                 deadline = time.monotonic() + 60
                 while await _vector_index_id(svc) is not None and time.monotonic() < deadline:
@@ -141,8 +131,7 @@ async def test_an_open_while_the_old_index_is_still_being_dropped_waits_and_crea
                 assert await _vector_index_id(svc) is None, "the drop never began"
                 await svc.backend._run(svc.backend._ensure_vector_index)
             finally:
-                drop.join(timeout=60)
-                dropper.close()
+                await drop
             after = await _vector_index_id(svc)
             assert after is not None and after != before  # a new index, made after the drop finished
             rev = await svc.remember(None, entries=tuple(E("fact", t) for t in TEXTS[:40]))

@@ -26,15 +26,15 @@ from ...errors import BackendUnavailableError
 BUSY_TIMEOUT_MS = 10_000
 
 
-def enter_wal(con: apsw.Connection, timeout_ms: int = BUSY_TIMEOUT_MS) -> str:
+def enter_wal(con: apsw.Connection, timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
     """Switch ``con``'s file to WAL (a no-op when it already is), waiting up to
-    ``timeout_ms`` for other connections' locks; returns the journal mode SQLite reports."""
+    ``timeout_ms`` for other connections' locks."""
     deadline = time.monotonic() + timeout_ms / 1000
     pause = 0.002
     while True:
         try:
-            ((mode,),) = con.execute("PRAGMA journal_mode=WAL").fetchall()
-            return str(mode)
+            con.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
         except apsw.BusyError:
             if time.monotonic() >= deadline:
                 raise
@@ -52,15 +52,15 @@ def create_private(path: str) -> bool:
         raise BackendUnavailableError(
             f"cannot create SQLite database {path!r}: directory {str(parent)!r} does not exist; create it first"
         )
-    for flags in (os.O_CREAT | os.O_EXCL, os.O_CREAT):
+    try:
         try:
-            os.close(os.open(path, os.O_RDWR | flags, 0o600))
-            return bool(flags & os.O_EXCL)
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+            return True
         except FileExistsError:  # there already, or a symlink (opened through, as before, but not ours)
-            continue
-        except OSError as exc:
-            raise BackendUnavailableError(f"cannot create SQLite database {path!r}: {exc.strerror}") from None
-    raise AssertionError("unreachable: the second open does not use O_EXCL")
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+            return False
+    except OSError as exc:
+        raise BackendUnavailableError(f"cannot create SQLite database {path!r}: {exc.strerror}") from None
 
 
 def _holds_no_table(path: str) -> bool:
