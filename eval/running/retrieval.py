@@ -29,7 +29,9 @@ from ..private import private_dir, write_private_text
 __all__ = [
     "CANDIDATE_COLUMNS",
     "QUERY_COLUMNS",
+    "QueryChannels",
     "channels_of",
+    "query_channels",
     "read_cache",
     "read_candidates",
     "records",
@@ -174,6 +176,19 @@ def channels_of(rows: pd.DataFrame | Iterable[Mapping[str, Any]], mode: str) -> 
     for row in rows:
         out[row["channel"]].append(candidate(row))
     return {name: tuple(sorted(cands, key=lambda c: c.rank)) for name, cands in out.items()}
+
+
+#: One query's cached rows on one database in one mode, and the channels rebuilt from them.
+QueryChannels = tuple[list[dict[str, Any]], dict[str, tuple[ChannelCandidate, ...]]]
+
+
+def query_channels(candidates: pd.DataFrame) -> dict[tuple[str, str, str], QueryChannels]:
+    """(backend, mode, query id) → (its rows, ``channels_of`` them), for every query that
+    retrieved anything. Rebuilding ~180k candidates is seconds of a full sweep's analysis,
+    and the cross-backend check and the explain table both read every query: built once
+    here and handed to both, not once by each."""
+    return {key: (rows, channels_of(rows, key[1]))
+            for key, rows in records_by(candidates, ["backend", "mode", "query_id"]).items()}
 
 
 CACHE_DIR = "cache"

@@ -19,6 +19,7 @@ from powercontext.memory.calibration import calibration_for
 
 from . import metrics as M
 from ..running.collect import Collected
+from ..running.retrieval import QueryChannels, query_channels
 from .compare import admitted_agreement, explain, hit_agreement, metric_deltas, pool_agreement, vector_recall
 from .crossval import crossvalidate, fold_count, fold_groups, summarise
 from ..errors import EvalError
@@ -285,7 +286,8 @@ def spot_check(collected: Collected, replays: dict[tuple[str, str], Replay]) -> 
     return pd.DataFrame(rows, columns=["backend", "corpus", "mode", "policy", "limit", "query_id", "equal", "online", "offline"])
 
 
-def cross_backend(collected: Collected, per_query: pd.DataFrame) -> tuple[dict[str, pd.DataFrame], list[str]]:
+def cross_backend(collected: Collected, per_query: pd.DataFrame,
+                  groups: Mapping[tuple[str, str, str], QueryChannels] | None = None) -> tuple[dict[str, pd.DataFrame], list[str]]:
     if not {"sqlite", "oceanbase"} <= set(collected.backends):
         recall = vector_recall(collected.candidates, collected.exact)
         return {"vector_recall": recall}, explain(pd.DataFrame(columns=["mode", "channel"]), pd.DataFrame(), recall)
@@ -293,7 +295,7 @@ def cross_backend(collected: Collected, per_query: pd.DataFrame) -> tuple[dict[s
     pool = default.pool_size(8)
     pools = pool_agreement(collected.candidates, pool)
     admitted = admitted_agreement(collected.candidates, default, 8, queries=[
-        (mode, q) for mode in collected.modes for q in collected.queries["query_id"]])
+        (mode, q) for mode in collected.modes for q in collected.queries["query_id"]], groups=groups)
     agreement = hit_agreement(per_query)
     deltas = metric_deltas(per_query)
     recall = vector_recall(collected.candidates, collected.exact, ks=(8, pool))
@@ -408,10 +410,12 @@ def analyse(collected: Collected, grid: Grid = Grid(), objective: Objective = Ob
         peers = peers_frame(replays, queries, collected.max_limit, objective.limit,
                             named={m: {"default": default, "recommended": recs[m].policy} for m in collected.modes})
         qrels = collected.qrels
+        groups = query_channels(collected.candidates)  # read by the explain table and the cross-backend check
         explained, explained_policies = explain_tables(
             collected.candidates, queries, qrels, {m: {"default": default, "recommended": recs[m].policy}
-                                                   for m in collected.modes}, objective.limit)
-        cross, notes = cross_backend(collected, per_query)  # our policies only: an external run is the same on both
+                                                   for m in collected.modes}, objective.limit, groups=groups)
+        cross, notes = cross_backend(collected, per_query, groups)  # our policies only: an external run is the same on both
+        del groups
         external = external_runs(runs, collected.corpora)
         if external:
             blocks = list(dict.fromkeys(zip(per_query["backend"], per_query["mode"])))

@@ -19,7 +19,7 @@ OceanBase, compared query by query rather than averaged.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ from powercontext.memory import admission
 from powercontext.memory.admission import AdmissionPolicy
 
 from .metrics import METRICS, paired_randomization_test
-from ..running.retrieval import channels_of, records_by
+from ..running.retrieval import QueryChannels, query_channels
 
 __all__ = ["admitted_agreement", "explain", "hit_agreement", "jaccard", "metric_deltas", "pool_agreement", "rbo",
            "vector_recall"]
@@ -60,17 +60,22 @@ def rbo(a: Sequence[str], b: Sequence[str], p: float = 0.9) -> float:
 
 
 def admitted_agreement(candidates: pd.DataFrame, policy: AdmissionPolicy, limit: int = 8, a: str = "sqlite",
-                       b: str = "oceanbase", queries: Sequence[tuple[str, str]] = ()) -> pd.DataFrame:
+                       b: str = "oceanbase", queries: Sequence[tuple[str, str]] = (),
+                       groups: Mapping[tuple[str, str, str], QueryChannels] | None = None) -> pd.DataFrame:
     """Per (mode, query): the corpus entries ``policy`` admits on each database from the
     pool a search with ``limit`` retrieves (``admission.admit`` over
     ``admission.within_pool``), before RRF and the limit — the sets the two databases
     must agree on (their engines' orders may still rank them differently). ``queries``:
-    (mode, query id) pairs to report even where neither database retrieved anything."""
+    (mode, query id) pairs to report even where neither database retrieved anything.
+    ``groups``: ``query_channels(candidates)`` when the caller has it already."""
     pool = policy.pool_size(limit)
+    if groups is None:
+        groups = query_channels(candidates[candidates["backend"].isin((a, b))])
     admitted: dict[tuple, frozenset] = {}
-    for (backend, mode, query), rows in records_by(candidates[candidates["backend"].isin((a, b))],
-                                                   ["backend", "mode", "query_id"]).items():
-        channels = {name: admission.within_pool(c, pool) for name, c in channels_of(rows, mode).items()}
+    for (backend, mode, query), (rows, rebuilt) in groups.items():
+        if backend not in (a, b):
+            continue
+        channels = {name: admission.within_pool(c, pool) for name, c in rebuilt.items()}
         corpus_of = {(r["memory_artifact_id"], r["entry_id"]): r["corpus_entry"] for r in rows}
         admitted[(backend, mode, query)] = frozenset(
             corpus_of[(c.memory_ref.artifact_id, c.entry_id)]

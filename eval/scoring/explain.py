@@ -36,7 +36,7 @@ from powercontext.suggest import did_you_mean, unknown_name
 
 from ..errors import EvalError
 from ..runfolder import RunFolderError, RunTables
-from ..running.retrieval import CACHE_DIR, candidate, channels_of, read_candidates, records_by
+from ..running.retrieval import CACHE_DIR, QueryChannels, candidate, query_channels, read_candidates
 
 __all__ = ["EXPLAINED", "EXPLAIN_COLUMNS", "ExplainError", "ExplainedRun", "Explanation", "by_reference", "explain_query",
            "explain_rows", "explain_tables", "failures", "with_signals"]
@@ -71,20 +71,23 @@ def _hit_ranks(hits: Sequence[Any]) -> dict[tuple[str, str], int]:
 
 
 def explain_tables(candidates: pd.DataFrame, queries: pd.DataFrame, qrels: Mapping[str, Mapping[str, int]],
-                   named: Mapping[str, Mapping[str, AdmissionPolicy]], limit: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   named: Mapping[str, Mapping[str, AdmissionPolicy]], limit: int,
+                   groups: Mapping[tuple[str, str, str], QueryChannels] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(explain, explain_policies): one row per candidate a search with either named
     policy of ``named`` (mode → name → policy) reads at ``limit``, with each policy's
     verdict (``<name>_admitted``) and the candidate's place among its hits
-    (``<name>_hit``, 0 when not a hit); and the policies themselves as JSON."""
-    groups = records_by(candidates, ["backend", "mode", "query_id"])
+    (``<name>_hit``, 0 when not a hit); and the policies themselves as JSON. ``groups``:
+    ``query_channels(candidates)`` when the caller has it already."""
+    if groups is None:
+        groups = query_channels(candidates)
     rows: list[dict[str, Any]] = []
     known = set(queries["query_id"])
-    for (backend, mode, query_id), records in groups.items():
+    for (backend, mode, query_id), (records, rebuilt) in groups.items():
         policies = named.get(mode, {})
         if not policies or query_id not in known:
             continue
         pool = max(p.pool_size(limit) for p in policies.values())
-        kept = {name: admission.within_pool(cands, pool) for name, cands in channels_of(records, mode).items()}
+        kept = {name: admission.within_pool(cands, pool) for name, cands in rebuilt.items()}
         verdicts = {}
         for name, policy in policies.items():
             channels = {c: admission.within_pool(cands, policy.pool_size(limit)) for c, cands in kept.items()}
