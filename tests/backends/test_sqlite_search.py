@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import threading
 from pathlib import Path
 
@@ -30,16 +31,31 @@ def corpus() -> tuple[list[str], list[str]]:
     return texts, questions[::40]
 
 
-@pytest.fixture
-async def loaded(tmp_path, minilm):
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, minilm):
     """Three Memories: ``big`` (most texts), ``small`` (a few), ``twin`` (copies of
-    some of big's texts: equal vectors, so ties at equal distances across Memories)."""
+    some of big's texts: equal vectors, so ties at equal distances across Memories),
+    written and closed once for the module: (the folder holding search.db, the three
+    Revisions, the questions). Embedding the texts was ~10 s of each test's setup."""
     texts, questions = corpus()
-    svc = await pc.open(str(tmp_path / "search.db"), embedding=minilm)
-    big = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in texts[:-20]))
-    small = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in texts[-20:]))
-    twin = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in texts[:30]))
-    yield svc, (big, small, twin), questions
+    folder = tmp_path_factory.mktemp("search")
+
+    async def build():
+        async with await pc.open(str(folder / "search.db"), embedding=minilm) as svc:
+            big = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in texts[:-20]))
+            small = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in texts[-20:]))
+            twin = await svc.remember(None, entries=tuple(pc.MemoryEntryInput("fact", t) for t in texts[:30]))
+        return big, small, twin
+    return folder, asyncio.run(build()), questions
+
+
+@pytest.fixture
+async def loaded(built, tmp_path, minilm):
+    """A copy of the module's file, opened: each test reads (or writes) its own."""
+    folder, revisions, questions = built
+    shutil.copytree(folder, tmp_path / "db")
+    svc = await pc.open(str(tmp_path / "db" / "search.db"), embedding=minilm)
+    yield svc, revisions, questions
     await svc.close()
 
 
