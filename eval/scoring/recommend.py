@@ -160,14 +160,31 @@ def choose(sweep: pd.DataFrame, mode: str, objective: Objective = Objective(),
     return _chosen(_mode_table(sweep, mode, objective, families), mode, objective)
 
 
-def _joint_table(sweep: pd.DataFrame, modes: Sequence[str], objective: Objective, family: str) -> pd.DataFrame:
+def _family_tables(rows: pd.DataFrame, objective: Objective) -> dict[str, pd.DataFrame]:
+    """One mode's rows → each family's ``_per_policy`` table keyed by ``_keys`` of that
+    family's rows, from one grouping of the mode: a small sweep's cross-validation
+    chooses jointly in every fold, and a grouping per family and mode was most of it.
+    The parameters a family does not read are NaN in all its rows, so grouping by them
+    too splits and orders its policies as its own keys do."""
+    params = [p for p in PARAMS if p in rows.columns]
+    read = rows[params].notna().groupby(rows["family"], sort=False).any()
+    table = _per_policy(rows, objective, ["family", *params])
+    return {family: part[["family", *[p for p in params if read.at[family, p]], "objective", "constraint",
+                          "secondary"]].reset_index(drop=True)
+            for family, part in table.groupby("family", sort=False)}
+
+
+def _joint_table(tables: dict[str, dict[str, pd.DataFrame]], modes: Sequence[str], objective: Objective,
+                 family: str, empty: pd.DataFrame) -> pd.DataFrame:
     """One family's policies for every mode: each mode's table keyed by what it reads,
-    merged on the parameters the modes share."""
+    merged on the parameters the modes share. ``tables``: mode → ``_family_tables``;
+    ``empty``: the sweep's columns, for a family a mode lacks."""
     joint = None
     for mode in modes:
-        rows = _slice(sweep, objective, mode)
-        rows = rows[rows["family"] == family]
-        table = _per_policy(rows, objective, _keys(rows)).rename(
+        table = tables[mode].get(family)
+        if table is None:
+            table = _per_policy(empty, objective, _keys(empty))
+        table = table.rename(
             columns={"objective": f"objective_{mode}", "constraint": f"constraint_{mode}", "secondary": f"secondary_{mode}"})
         if joint is None:
             joint = table
@@ -190,7 +207,8 @@ def _joint_policies(sweep: pd.DataFrame, modes: Sequence[str], objective: Object
         sweep = sweep.assign(family="floors")
     names = families if families is not None else sorted(sweep["family"].unique(), key=str)
     sweep = _read_by(sweep, objective)  # once, not once per family and mode
-    joint = pd.concat([_joint_table(sweep, modes, objective, f) for f in names], ignore_index=True)
+    tables = {mode: _family_tables(_slice(sweep, objective, mode), objective) for mode in modes}
+    joint = pd.concat([_joint_table(tables, modes, objective, f, sweep.iloc[:0]) for f in names], ignore_index=True)
     joint["objective"] = joint[[f"objective_{m}" for m in modes]].mean(axis=1)
     joint["constraint"] = joint[[f"constraint_{m}" for m in modes]].max(axis=1)
     joint["secondary"] = joint[[f"secondary_{m}" for m in modes]].mean(axis=1)
