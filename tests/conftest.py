@@ -44,7 +44,7 @@ LONGEST_FIRST = (
     "tests/eval/test_run_folder_size.py",  # 65 s loaded
     "tests/backends/test_seekdb.py",  # 64 s loaded: servers started and stopped
     "tests/reliability/test_entry_points.py",  # 63 s loaded
-    "tests/backends/test_sqlite_search.py",  # 55 s loaded
+    "tests/backends/test_sqlite_search.py",  # 55 s loaded before its file was written once (22.5 s idle)
     "tests/backends/test_seekdb_recovery.py",  # 55 s loaded
     "tests/eval/test_progress.py",  # 48 s loaded: a piped sweep
     "tests/backends/test_seekdb_store.py",  # 48 s loaded

@@ -35,7 +35,7 @@ def test_sensitivity_builds_each_table_once_per_objective_and_chooses_as_from_sc
     monkeypatch.setattr(recommend, "_per_policy", lambda *a, **k: built.append(1) or real(*a, **k))
     read = recommend._read_by(sweep, objective)  # the rows sensitivity reads (families absent there build nothing)
     choose(read, "fts", objective), choose_joint(read, ["fts"], objective)
-    per_objective = len(built)  # fts's table, and the joint choice's one per family
+    per_objective = len(built)  # fts's table, and the joint choice's one per mode (and one per family a mode lacks)
     table = recommend.sensitivity(sweep, ["fts"], objective, bounds)
     pd.testing.assert_frame_equal(table, expected)
     # two objectives (the bounded metric, then set_f1), not seven (each bound, then set_f1)
