@@ -82,13 +82,17 @@ def crossvalidate(table: pd.DataFrame, modes: Sequence[str], objective: Objectiv
     groups of ``fold_groups`` (at least at ``objective.limit``)."""
     rows = []
     metrics = [objective.metric, objective.constraint, objective.secondary]
+    at_limit = table[(table["corpus"] == "all") & (table["limit"] == objective.limit)]
+    by_split = dict(tuple(at_limit.groupby("split", sort=False)))  # each fold's two splits, split once
     for f in range(k):
         train = replace(objective, split=train_label(f))
-        recs: dict[str, Recommendation] = {m: choose(table, m, train) for m in modes}
-        recs["joint"] = choose_joint(table, modes, train)
+        # the rows each choice and look-up reads, not the whole table filtered again by each
+        trained, heldout = (by_split.get(label, at_limit.iloc[:0]) for label in (train_label(f), heldout_label(f)))
+        recs: dict[str, Recommendation] = {m: choose(trained, m, train) for m in modes}
+        recs["joint"] = choose_joint(trained, modes, train)
         for name, rec in recs.items():
             for mode in (modes if name == "joint" else [name]):
-                held = point_rows(table, rec.policy, mode, objective.limit, split=heldout_label(f))
+                held = point_rows(heldout, rec.policy, mode, objective.limit, split=heldout_label(f))
                 for r in held.to_dict("records"):
                     rows.append(dict(fold=f + 1, recommendation=name, mode=mode, backend=r["backend"], label=rec.label,
                                      fts_min_terms=rec.policy.fts_min_terms,
