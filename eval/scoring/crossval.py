@@ -31,7 +31,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from .recommend import Objective, Recommendation, choose, choose_joint, point_rows
+from .recommend import Objective, Recommendation, _read_by, choose, choose_joint, point_rows
 from ..corpora.splits import DEFAULT_SEED, fold_table
 
 __all__ = ["SMALL_CORPUS", "DEFAULT_FOLDS", "crossvalidate", "fold_count", "fold_groups"]
@@ -82,12 +82,11 @@ def crossvalidate(table: pd.DataFrame, modes: Sequence[str], objective: Objectiv
     groups of ``fold_groups`` (at least at ``objective.limit``)."""
     rows = []
     metrics = [objective.metric, objective.constraint, objective.secondary]
-    at_limit = table[(table["corpus"] == "all") & (table["limit"] == objective.limit)]
-    by_split = dict(tuple(at_limit.groupby("split", sort=False)))  # each fold's two splits, split once
     for f in range(k):
         train = replace(objective, split=train_label(f))
-        # the rows each choice and look-up reads, not the whole table filtered again by each
-        trained, heldout = (by_split.get(label, at_limit.iloc[:0]) for label in (train_label(f), heldout_label(f)))
+        # the rows each choice and look-up reads, filtered once per fold, not again by each
+        trained = _read_by(table, train)
+        heldout = _read_by(table, replace(objective, split=heldout_label(f)))
         recs: dict[str, Recommendation] = {m: choose(trained, m, train) for m in modes}
         recs["joint"] = choose_joint(trained, modes, train)
         for name, rec in recs.items():

@@ -164,13 +164,11 @@ def _family_tables(rows: pd.DataFrame, objective: Objective) -> dict[str, pd.Dat
     """One mode's rows → each family's ``_per_policy`` table keyed by ``_keys`` of that
     family's rows, from one grouping of the mode: a small sweep's cross-validation
     chooses jointly in every fold, and a grouping per family and mode was most of it.
-    The parameters a family does not read are NaN in all its rows, so grouping by them
-    too splits and orders its policies as its own keys do."""
-    params = [p for p in PARAMS if p in rows.columns]
-    read = rows[params].notna().groupby(rows["family"], sort=False).any()
-    table = _per_policy(rows, objective, ["family", *params])
-    return {family: part[["family", *[p for p in params if read.at[family, p]], "objective", "constraint",
-                          "secondary"]].reset_index(drop=True)
+    The parameters a family does not read are NaN in all its rows, so grouping by the
+    mode's keys splits and orders each family's policies as its own keys do."""
+    keys = {family: _keys(part) for family, part in rows.groupby("family", sort=False)}
+    table = _per_policy(rows, objective, _keys(rows))
+    return {family: part[[*keys[family], "objective", "constraint", "secondary"]].reset_index(drop=True)
             for family, part in table.groupby("family", sort=False)}
 
 
